@@ -1,0 +1,27 @@
+"""Exceptions raised by jaxstark.
+
+Every error a user can provoke with bad input is one of these, and its message names the
+problem (which argument, which shape or value, what was expected).
+"""
+
+from __future__ import annotations
+
+
+class JaxstarkError(Exception):
+    """Base class of every jaxstark error."""
+
+
+class NonCanonicalError(JaxstarkError, ValueError):
+    """A field element is not in canonical form (its value is >= p)."""
+
+
+class FieldDtypeError(JaxstarkError, TypeError):
+    """An array that should hold Goldilocks elements does not have dtype uint64."""
+
+
+class ShapeError(JaxstarkError, ValueError):
+    """An array has the wrong rank or size (e.g. a row count that is not a power of two)."""
+
+
+class X64DisabledError(JaxstarkError, RuntimeError):
+    """JAX's 64-bit mode was switched off after jaxstark enabled it."""

@@ -1,0 +1,354 @@
+"""The Goldilocks prime field, p = 2^64 - 2^32 + 1.
+
+Representation: an element is a ``uint64`` holding its canonical value in ``[0, p)``. Arrays of
+any shape are element-wise batches; every operation is a pure traceable function (``jit``,
+``vmap``, ``lax`` control flow all work) and returns canonical values.
+
+Public boundary: when an operation is called on concrete arrays its inputs are checked (dtype
+``uint64``, every value < p) and a :class:`~jaxstark.errors.FieldDtypeError` or
+:class:`~jaxstark.errors.NonCanonicalError` names the offending argument. Under tracing only
+dtypes are checked; traced code is the internal hot path and assumes canonical inputs.
+
+Arithmetic never names p as a ``uint64`` literal (it is >= 2^63, which Pallas' Triton lowering
+cannot take): ``x >= p`` is computed as "``x + (2^32 - 1)`` overflows" and ``x - p`` as
+``x + (2^32 - 1)`` modulo 2^64, because ``2^64 = p + (2^32 - 1)``.
+
+Zero has no inverse: :func:`inv` and :func:`batch_inv` map 0 to 0 (documented, identical under
+``jit`` and eagerly); :func:`inv_nonzero` raises for concrete zeros.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jaxtyping import Array, UInt64
+
+from jaxstark.field._check import P, checked, field_array, require_x64
+
+__all__ = [
+    "P",
+    "EPSILON",
+    "TWO_ADICITY",
+    "GENERATOR",
+    "add",
+    "sub",
+    "neg",
+    "mul",
+    "square",
+    "pow",
+    "inv",
+    "inv_nonzero",
+    "batch_inv",
+    "canonicalize",
+    "from_int",
+    "to_int",
+    "from_canonical",
+    "sum",
+    "sum_axis",
+    "random",
+    "root_of_unity",
+    "powers",
+]
+
+EPSILON = 0xFFFF_FFFF  # 2^64 mod p = 2^32 - 1
+TWO_ADICITY = 32  # 2^32 divides p - 1
+GENERATOR = 7  # generates the multiplicative group
+
+_EPS = np.uint64(EPSILON)
+_M32 = np.uint64(0xFFFF_FFFF)
+_S32 = np.uint64(32)
+_ZERO = np.uint64(0)
+_ONE = np.uint64(1)
+
+Elt = UInt64[Array, " *shape"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Traceable kernels (assume canonical inputs of equal or broadcastable shape)
+# ---------------------------------------------------------------------------------------------
+
+
+def _canon(x: Elt) -> Elt:
+    """Reduce any uint64 to [0, p): subtract p once when x >= p."""
+    s = x + _EPS  # == x - p (mod 2^64) and overflows exactly when x >= p
+    return jnp.where(s < x, s, x)
+
+
+def _add(a: Elt, b: Elt) -> Elt:
+    s = a + b
+    s = jnp.where(s < a, s + _EPS, s)  # wrapped past 2^64: add 2^64 mod p
+    return _canon(s)
+
+
+def _sub(a: Elt, b: Elt) -> Elt:
+    d = a - b
+    return jnp.where(a < b, d - _EPS, d)  # borrowed 2^64: remove 2^64 mod p
+
+
+def _mul_wide(a: Elt, b: Elt) -> tuple[Elt, Elt]:
+    """Full 128-bit product as (lo, hi) 64-bit words, from 32-bit limbs."""
+    a0, a1 = a & _M32, a >> _S32
+    b0, b1 = b & _M32, b >> _S32
+    ll, lh, hl, hh = a0 * b0, a0 * b1, a1 * b0, a1 * b1
+    t = (ll >> _S32) + (lh & _M32) + (hl & _M32)  # < 3 * 2^32, no overflow
+    lo = (t << _S32) | (ll & _M32)
+    hi = hh + (lh >> _S32) + (hl >> _S32) + (t >> _S32)
+    return lo, hi
+
+
+def _reduce128(lo: Elt, hi: Elt) -> Elt:
+    """(hi * 2^64 + lo) mod p using 2^64 = 2^32 - 1 and 2^96 = -1 (mod p)."""
+    hi_hi = hi >> _S32
+    hi_lo = hi & _M32
+    t0 = lo - hi_hi
+    t0 = jnp.where(lo < hi_hi, t0 - _EPS, t0)
+    t1 = hi_lo * _EPS
+    t2 = t0 + t1
+    t2 = jnp.where(t2 < t1, t2 + _EPS, t2)
+    return _canon(t2)
+
+
+def _mul(a: Elt, b: Elt) -> Elt:
+    lo, hi = _mul_wide(a, b)
+    return _reduce128(lo, hi)
+
+
+def square_and_multiply(mul, one, a, e, nbits: int):
+    """a^e in any multiplicative structure: right-to-left square-and-multiply over the low
+    ``nbits`` bits of the uint64 exponent ``e``, as a ``fori_loop`` (compile time independent of
+    ``nbits``). ``one`` is the identity, already shaped like the result."""
+
+    def body(i, carry):
+        r, base = carry
+        bit = (e >> i.astype(jnp.uint64)) & _ONE
+        r = jnp.where(bit == _ONE, mul(r, base), r)
+        return r, mul(base, base)
+
+    r, _ = lax.fori_loop(0, nbits, body, (one, jnp.broadcast_to(a, one.shape)))
+    return r
+
+
+def powers_by_doubling(mul, one, base, n: int):
+    """[1, base, ..., base^(n-1)] along a new leading axis by doubling: log2(n) batched
+    multiplications. ``one`` is the identity with a leading axis of size 1."""
+    out, step = one, base[None]
+    while out.shape[0] < n:
+        out = jnp.concatenate([out, mul(out, step)])
+        step = mul(step, step)
+    return out[:n]
+
+
+def _pow_bits(a: Elt, e: Elt, nbits: int) -> Elt:
+    shape = jnp.broadcast_shapes(a.shape, jnp.shape(e))
+    return square_and_multiply(_mul, jnp.ones(shape, jnp.uint64), a, e, nbits)
+
+
+def _inv(a: Elt) -> Elt:
+    return _pow_bits(a, np.uint64(P - 2), 64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Public operations
+# ---------------------------------------------------------------------------------------------
+
+
+@checked(2)
+def add(a: Elt, b: Elt) -> Elt:
+    """a + b mod p (broadcasting)."""
+    return _add(a, b)
+
+
+@checked(2)
+def sub(a: Elt, b: Elt) -> Elt:
+    """a - b mod p (broadcasting)."""
+    return _sub(a, b)
+
+
+@checked(1)
+def neg(a: Elt) -> Elt:
+    """-a mod p."""
+    return _sub(jnp.zeros_like(a), a)
+
+
+@checked(2)
+def mul(a: Elt, b: Elt) -> Elt:
+    """a * b mod p (broadcasting)."""
+    return _mul(a, b)
+
+
+@checked(1)
+def square(a: Elt) -> Elt:
+    """a^2 mod p."""
+    return _mul(a, a)
+
+
+def pow(a: Elt, e: int | Elt) -> Elt:  # noqa: A001 - the field's own pow
+    """a^e mod p.
+
+    ``e`` is a Python int (any sign; negative exponents invert first, so ``pow(0, -1)`` is 0)
+    or a ``uint64`` array of exponents broadcasting against ``a``. ``0^0`` is 1.
+    """
+    a = field_array(a, "pow base")
+    if isinstance(e, (int, np.integer)) and not isinstance(e, bool):
+        e = int(e)
+        if e < 0:
+            a, e = inv(a), -e
+        if e >= 1 << 64:  # reduce by Fermat, keeping 0^e == 0 for e > 0
+            e = (e % (P - 1)) or (P - 1)
+        return _pow_static(a, e)
+    e = jnp.asarray(e)
+    if e.dtype != jnp.uint64:
+        raise TypeError(f"pow exponent: expected a Python int or a uint64 array, got {e.dtype}")
+    return _pow_array(a, e)
+
+
+@jax.jit
+def _pow_array(a: Elt, e: Elt) -> Elt:
+    return _pow_bits(a, e, 64)
+
+
+def _pow_static(a: Elt, e: int) -> Elt:
+    return _pow_static_jit(a, np.uint64(e), max(e.bit_length(), 1))
+
+
+_pow_static_jit = jax.jit(_pow_bits, static_argnums=2)
+
+
+@checked(1)
+def inv(a: Elt) -> Elt:
+    """Multiplicative inverse a^(p-2). By convention ``inv(0) == 0`` (no error, so it is the
+    same function under ``jit``); use :func:`inv_nonzero` to reject zeros eagerly."""
+    return _inv(a)
+
+
+def inv_nonzero(a: Elt) -> Elt:
+    """Like :func:`inv`, but raises ``ZeroDivisionError`` if a concrete input holds a zero."""
+    a = field_array(a, "inv_nonzero argument")
+    if not isinstance(a, jax.core.Tracer) and bool(jnp.any(a == _ZERO)):
+        raise ZeroDivisionError("inv_nonzero: the input contains 0, which has no inverse in GF(p)")
+    return inv(a)
+
+
+def _batch_inv(a: Elt) -> Elt:
+    """Montgomery's trick with parallel prefix/suffix products: one inversion for the array."""
+    shape = a.shape
+    x = a.reshape(-1)
+    if x.shape[0] == 0:
+        return a
+    zero = x == _ZERO
+    x = jnp.where(zero, _ONE, x)
+    prefix = lax.associative_scan(_mul, x)  # x0 * ... * xi
+    suffix = lax.associative_scan(_mul, x, reverse=True)  # xi * ... * x_{n-1}
+    total_inv = _inv(prefix[-1])
+    one = jnp.ones((1,), jnp.uint64)
+    before = jnp.concatenate([one, prefix[:-1]])  # product of elements before i
+    after = jnp.concatenate([suffix[1:], one])  # product of elements after i
+    out = _mul(_mul(before, after), total_inv)
+    return jnp.where(zero, _ZERO, out).reshape(shape)
+
+
+@checked(1)
+def batch_inv(a: Elt) -> Elt:
+    """Element-wise inverse of a whole array with a single field inversion (Montgomery's
+    trick, prefix/suffix products as parallel scans). Zeros map to zero, as in :func:`inv`."""
+    return _batch_inv(a)
+
+
+@checked(1)
+def sum(a: Elt) -> Elt:  # noqa: A001
+    """Sum of all elements mod p (over every axis; :func:`sum_axis` sums along one).
+
+    Splits each element into 32-bit halves and adds them with native uint64 sums (exact for up to
+    2^32 terms), then reduces ``hi * 2^32 + lo``.
+    """
+    return _sum(a, None)
+
+
+def _sum(a: Elt, axis: int | tuple[int, ...] | None) -> Elt:
+    lo = jnp.sum(a & _M32, axis=axis, dtype=jnp.uint64)
+    hi = jnp.sum(a >> _S32, axis=axis, dtype=jnp.uint64)
+    return _add(_mul(_canon(hi), np.uint64(1 << 32)), _canon(lo))
+
+
+def sum_axis(a: Elt, axis: int) -> Elt:
+    """Sum mod p along one axis (at most 2^32 terms). Traceable; checks concrete inputs."""
+    a = field_array(a, "sum_axis argument")
+    return _sum_axis_jit(a, axis)
+
+
+_sum_axis_jit = jax.jit(_sum, static_argnums=1)
+
+
+def canonicalize(x: UInt64[Array, " *shape"]) -> Elt:
+    """Map arbitrary uint64 values to canonical elements (x mod p)."""
+    require_x64()
+    if np.dtype(getattr(x, "dtype", None) or np.int64) != np.uint64:
+        raise TypeError(f"canonicalize: expected a uint64 array, got {getattr(x, 'dtype', type(x))}")
+    return _canon_jit(x)
+
+
+_canon_jit = jax.jit(_canon)
+
+
+def from_int(values) -> Elt:
+    """Python integers (any size or sign, scalars or nested lists/arrays) to canonical elements,
+    reduced mod p on the host."""
+    require_x64()
+    arr = np.asarray(values, dtype=object)
+    reduced = np.vectorize(lambda v: int(v) % P, otypes=[object])(arr) if arr.size else arr
+    return jnp.asarray(np.asarray(reduced, dtype=np.uint64).reshape(arr.shape))
+
+
+def to_int(a: Elt):
+    """Canonical elements to Python ints (a scalar, or a numpy object array of the same shape)."""
+    host = np.asarray(a)
+    if host.dtype != np.uint64:
+        raise TypeError(f"to_int: expected uint64, got {host.dtype}")
+    out = host.astype(object)
+    return int(out) if out.ndim == 0 else out
+
+
+def from_canonical(x) -> Elt:
+    """Validate canonical uint64 input (dtype and every value < p) and return a JAX array."""
+    return jnp.asarray(field_array(x, "from_canonical argument"))
+
+
+def random(key: Array, shape: tuple[int, ...]) -> Elt:
+    """Uniform-looking random elements: 64 random bits reduced mod p (bias about 2^-32)."""
+    require_x64()
+    return _canon(jax.random.bits(key, shape, dtype=jnp.uint64))
+
+
+# ---------------------------------------------------------------------------------------------
+# Roots of unity (host-side Python ints)
+# ---------------------------------------------------------------------------------------------
+
+_TWO_ADIC_ROOT = builtins.pow(GENERATOR, (P - 1) >> TWO_ADICITY, P)  # order exactly 2^32
+
+
+def root_of_unity(log_n: int) -> int:
+    """A primitive 2^log_n-th root of unity, for 0 <= log_n <= 32, as a Python int.
+
+    The roots are compatible: ``root_of_unity(k)**2 == root_of_unity(k - 1)``; they are powers of
+    GENERATOR^((p-1)/2^32).
+    """
+    if not isinstance(log_n, (int, np.integer)) or not 0 <= log_n <= TWO_ADICITY:
+        raise ValueError(f"root_of_unity: log_n must be an int in [0, {TWO_ADICITY}], got {log_n!r}")
+    return builtins.pow(_TWO_ADIC_ROOT, 1 << (TWO_ADICITY - int(log_n)), P)
+
+
+def powers(base: int | Elt, n: int) -> Elt:
+    """[1, base, base^2, ..., base^(n-1)] as a uint64 array (base a Python int or a uint64
+    scalar); computed by doubling, log2(n) vectorised multiplications."""
+    if n < 0:
+        raise ValueError(f"powers: n must be >= 0, got {n}")
+    b = field_array(base, "powers base") if not isinstance(base, jax.core.Tracer) else base
+    return _powers(jnp.asarray(b, jnp.uint64), n)
+
+
+def _powers(base: Elt, n: int) -> Elt:
+    return powers_by_doubling(_mul, jnp.ones((1,), jnp.uint64), base, n)

@@ -1,0 +1,173 @@
+"""Low-degree extension on a coset.
+
+``coset_lde(trace, blowup)`` interpolates each column of a ``(n, *batch)`` trace over the
+size-n subgroup and evaluates it on the coset ``offset * <w_L>`` of size ``L = n * blowup``:
+output row ``t`` is the value at ``offset * w_L^t`` (natural order), ``w_L =
+gl.root_of_unity(log2 L)``, default ``offset = 3`` (not in the subgroup, so the LDE domain and
+the trace domain are disjoint).
+
+Method (no zero-padding, no size-L transform): write ``t = i * blowup + j``. Then
+``offset * w_L^t = w_n^i * (offset * w_L^j)``, so the values for a fixed ``j`` are a size-n NTT
+of the coefficients scaled by ``(offset * w_L^j)^k``. All ``blowup`` shifted copies are
+transformed together as one ``(n, blowup, *batch)`` batch, whose row-major reshape to
+``(L, *batch)`` is exactly natural order. The shift factors are an ``(n, blowup)`` table,
+cached per shape with the size-n twiddles in :class:`LDETables`.
+
+Device memory (plain ``jnp`` path): input ``n*c``, shifted batch ``L*c``, butterfly ping-pong
+``2*L*c`` and output ``L*c`` elements at the widest point; the memory planner reads the exact
+figure from XLA.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, UInt64
+
+from jaxstark.errors import ShapeError
+from jaxstark.field import goldilocks as gl
+from jaxstark.ntt import (
+    MAX_LOG_N,
+    NTTTables,
+    _bit_reverse_rows,
+    _dif_levels,
+    _intt_core,
+    _make_tables,
+    _target_device,
+    check_rows,
+    resolve_tables,
+)
+
+__all__ = ["DEFAULT_OFFSET", "LDETables", "lde_tables", "coset_lde", "coset_evaluate", "coset_points"]
+
+DEFAULT_OFFSET = 3
+
+
+class LDETables(eqx.Module):
+    """Everything a size-n -> size-n*blowup coset LDE needs: the size-n twiddles and
+    ``shifts[k, j] = (offset * w_L^j)^k``."""
+
+    log_blowup: int = eqx.field(static=True)
+    offset: int = eqx.field(static=True)
+    ntt: NTTTables
+    shifts: UInt64[Array, " n blowup"]
+
+    @property
+    def log_n(self) -> int:
+        return self.ntt.log_n
+
+    @property
+    def nbytes(self) -> int:
+        return self.ntt.nbytes + int(self.shifts.size) * 8
+
+
+def _make_shifts(log_n: int, log_blowup: int, offset: int) -> Array:
+    w_l = gl.root_of_unity(log_n + log_blowup)
+    bases = [offset * pow(w_l, j, gl.P) % gl.P for j in range(1 << log_blowup)]
+    cols = [gl._powers(jnp.asarray(np.uint64(b)), 1 << log_n) for b in bases]
+    return jnp.stack(cols, axis=1)
+
+
+def _make_lde_tables(log_n: int, log_blowup: int, offset: int) -> LDETables:
+    return LDETables(log_blowup, offset, _make_tables(log_n), _make_shifts(log_n, log_blowup, offset))
+
+
+_make_lde_tables_jit = jax.jit(_make_lde_tables, static_argnums=(0, 1, 2))
+
+
+@functools.lru_cache(maxsize=32)
+def _cached(log_n: int, log_blowup: int, offset: int, device) -> LDETables:
+    with jax.default_device(device):
+        return _make_lde_tables_jit(log_n, log_blowup, offset)
+
+
+def _check_params(log_n: int, blowup: int, offset: int) -> int:
+    if not isinstance(blowup, (int, np.integer)) or blowup < 2 or blowup & (blowup - 1):
+        raise ShapeError(f"blowup must be a power of two >= 2, got {blowup!r}")
+    log_blowup = int(blowup).bit_length() - 1
+    if log_n + log_blowup > MAX_LOG_N:
+        raise ShapeError(f"LDE size 2^{log_n} * {blowup} exceeds the field's 2^{MAX_LOG_N} two-adic limit")
+    if not isinstance(offset, (int, np.integer)) or not 0 < offset < gl.P:
+        raise ValueError(f"coset offset must be a nonzero canonical field element, got {offset!r}")
+    if pow(int(offset), 1 << (log_n + log_blowup), gl.P) == 1:
+        raise ValueError(
+            f"coset offset {offset} lies in the size-2^{log_n + log_blowup} subgroup; the coset "
+            "would be the subgroup itself"
+        )
+    return log_blowup
+
+
+def lde_tables(log_n: int, blowup: int, offset: int = DEFAULT_OFFSET) -> LDETables:
+    """Tables for a ``2^log_n``-row LDE at ``blowup``, computed once per shape and cached."""
+    log_blowup = _check_params(log_n, blowup, offset)
+    return _cached(int(log_n), log_blowup, int(offset), _target_device())
+
+
+def _evaluate_core(coeffs: Array, tables: LDETables) -> Array:
+    n = coeffs.shape[0]
+    batch = coeffs.shape[1:]
+    b = 1 << tables.log_blowup
+    shifts = tables.shifts.reshape(n, b, *((1,) * len(batch)))
+    y = gl._mul(coeffs[:, None], shifts)  # (n, blowup, *batch)
+    y = _bit_reverse_rows(_dif_levels(y, tables.ntt.forward, tables.log_n), tables.log_n)
+    return y.reshape(n * b, *batch)
+
+
+def _lde_core(trace: Array, tables: LDETables) -> Array:
+    return _evaluate_core(_intt_core(trace, tables.ntt), tables)
+
+
+_evaluate_jit = jax.jit(_evaluate_core)
+_lde_jit = jax.jit(_lde_core)
+
+
+def _resolve(tables: LDETables | None, log_n: int, blowup: int, offset: int, traced: bool) -> LDETables:
+    log_blowup = _check_params(log_n, blowup, offset)
+    if tables is None:
+        return _make_lde_tables(log_n, log_blowup, offset) if traced else lde_tables(log_n, blowup, offset)
+    if not isinstance(tables, LDETables):
+        raise TypeError(f"tables must be LDETables, got {type(tables).__name__}")
+    if (tables.log_n, tables.log_blowup, tables.offset) != (log_n, log_blowup, offset):
+        raise ShapeError(
+            f"LDE tables are for 2^{tables.log_n} rows, blowup {1 << tables.log_blowup}, offset "
+            f"{tables.offset}; the call needs 2^{log_n} rows, blowup {blowup}, offset {offset}"
+        )
+    resolve_tables(tables.ntt, log_n, traced, "coset_lde")
+    return tables
+
+
+def coset_lde(
+    trace: UInt64[Array, " n *batch"],
+    blowup: int,
+    offset: int = DEFAULT_OFFSET,
+    tables: LDETables | None = None,
+) -> UInt64[Array, " n_times_blowup *batch"]:
+    """Evaluations of each column's interpolant on ``offset * <w_L>``, ``L = n * blowup``,
+    in natural order. ``trace`` is ``(n, *batch)`` with n a power of two."""
+    trace, log_n = check_rows(trace, "coset_lde trace")
+    traced = isinstance(trace, jax.core.Tracer)
+    return _lde_jit(trace, _resolve(tables, log_n, blowup, offset, traced))
+
+
+def coset_evaluate(
+    coeffs: UInt64[Array, " n *batch"],
+    blowup: int,
+    offset: int = DEFAULT_OFFSET,
+    tables: LDETables | None = None,
+) -> UInt64[Array, " n_times_blowup *batch"]:
+    """Like :func:`coset_lde`, but from coefficients (degree < n) instead of evaluations."""
+    coeffs, log_n = check_rows(coeffs, "coset_evaluate coefficients")
+    traced = isinstance(coeffs, jax.core.Tracer)
+    return _evaluate_jit(coeffs, _resolve(tables, log_n, blowup, offset, traced))
+
+
+def coset_points(log_size: int, offset: int = DEFAULT_OFFSET) -> UInt64[Array, " size"]:
+    """The domain ``offset * w^t`` for ``t < 2^log_size`` as a uint64 array (natural order)."""
+    if not 0 <= log_size <= MAX_LOG_N:
+        raise ShapeError(f"coset_points: log_size must be in [0, {MAX_LOG_N}], got {log_size}")
+    w = gl.powers(gl.root_of_unity(log_size), 1 << log_size)
+    return gl.mul(w, np.uint64(offset % gl.P))

@@ -1,0 +1,211 @@
+"""Number-theoretic transform over Goldilocks, batched over columns.
+
+Layout
+------
+A batch of polynomials or evaluation vectors is one ``uint64`` array of shape
+``(n, *batch)`` -- **rows first, row-major**: row ``i`` holds coefficient/evaluation ``i`` of
+every column, contiguously. A trace is ``(rows, cols)``; an extension-valued column set is
+``(rows, cols, 3)`` (the transform is linear over the base field, so extension coordinates are
+just more batch columns). Reasons:
+
+* Merkle leaves are rows, so every later commitment reads each leaf as one contiguous run;
+* the transform runs along axis 0, so each butterfly combines two whole rows and the
+  vector lanes walk the contiguous column axis (coalesced on a GPU);
+* row chunking (``(chunks, chunk_rows, cols)``) and ``vmap`` over chunks add a leading axis
+  without touching this layout.
+
+Transform
+---------
+:func:`ntt` maps coefficients ``c_k`` (natural order) to evaluations ``y_i = sum_k c_k w^(ik)``
+at ``w^i`` for ``i = 0..n-1`` (natural order), ``w = gl.root_of_unity(log2 n)``. :func:`intt`
+is its inverse. Internally: radix-2 decimation in frequency (Gentleman-Sande), one pass over
+memory per level, then a bit-reversal gather.
+
+Twiddles are computed once per size by :func:`ntt_tables` (cached; an :class:`NTTTables`
+PyTree) and passed to the jitted transform as *arguments*, never baked into the program as
+constants. Inside a caller's own ``jit``, pass ``tables=`` explicitly (as an argument of that
+``jit``); without it the tables are recomputed inside the traced program (``n/2``
+multiplications -- correct, just not cached).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, UInt64
+
+from jaxstark.errors import ShapeError
+from jaxstark.field import goldilocks as gl
+from jaxstark.field._check import field_array
+
+__all__ = [
+    "NTTTables",
+    "ntt_tables",
+    "ntt",
+    "intt",
+    "bit_reverse",
+    "bit_reverse_indices",
+    "log2_exact",
+]
+
+MAX_LOG_N = gl.TWO_ADICITY
+
+
+def log2_exact(n: int, what: str = "size") -> int:
+    """log2(n) for a power of two n >= 1, else a ShapeError naming ``what``."""
+    if not isinstance(n, (int, np.integer)) or n < 1 or n & (n - 1):
+        raise ShapeError(f"{what} must be a power of two >= 1, got {n}")
+    return int(n).bit_length() - 1
+
+
+class NTTTables(eqx.Module):
+    """Twiddle factors for transforms of size ``2^log_n``: ``forward[j] = w^j`` and
+    ``inverse[j] = w^-j`` for ``j < n/2`` (one entry for n = 1), and ``n_inv = 1/n``."""
+
+    log_n: int = eqx.field(static=True)
+    forward: UInt64[Array, " half"]
+    inverse: UInt64[Array, " half"]
+    n_inv: UInt64[Array, ""]
+
+    @property
+    def n(self) -> int:
+        return 1 << self.log_n
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.forward.size + self.inverse.size + 1) * 8
+
+
+def _make_tables(log_n: int) -> NTTTables:
+    w = gl.root_of_unity(log_n)
+    half = max((1 << log_n) >> 1, 1)
+    fwd = gl._powers(jnp.asarray(np.uint64(w)), half)
+    inv = gl._powers(jnp.asarray(np.uint64(pow(w, gl.P - 2, gl.P))), half)
+    n_inv = jnp.asarray(np.uint64(pow(1 << log_n, gl.P - 2, gl.P)))
+    return NTTTables(log_n, fwd, inv, n_inv)
+
+
+_make_tables_jit = jax.jit(_make_tables, static_argnums=0)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_tables(log_n: int, device) -> NTTTables:
+    with jax.default_device(device):
+        return _make_tables_jit(log_n)
+
+
+def ntt_tables(log_n: int) -> NTTTables:
+    """Twiddle tables for size ``2^log_n`` on the default device, computed once and cached."""
+    if not isinstance(log_n, (int, np.integer)) or not 0 <= log_n <= MAX_LOG_N:
+        raise ShapeError(f"ntt_tables: log_n must be an int in [0, {MAX_LOG_N}], got {log_n!r}")
+    return _cached_tables(int(log_n), _target_device())
+
+
+def _target_device() -> jax.Device:
+    """Where new arrays land: ``jax_default_device`` if set, else the first device."""
+    d = jax.config.jax_default_device
+    if d is None:
+        return jax.devices()[0]
+    return jax.devices(d)[0] if isinstance(d, str) else d
+
+
+def bit_reverse_indices(log_n: int) -> np.ndarray:
+    """Host-side permutation ``rev`` with ``rev[i]`` = i's ``log_n``-bit reversal (int64)."""
+    n = 1 << log_n
+    idx = np.arange(n, dtype=np.int64)
+    rev = np.zeros(n, dtype=np.int64)
+    for b in range(log_n):
+        rev |= ((idx >> b) & 1) << (log_n - 1 - b)
+    return rev
+
+
+def _bit_reverse_iota(log_n: int) -> Array:
+    """Bit-reversal permutation computed inside the program (no embedded constant)."""
+    idx = jnp.arange(1 << log_n, dtype=jnp.uint32)
+    rev = jnp.zeros_like(idx)
+    for b in range(log_n):
+        rev = rev | (((idx >> np.uint32(b)) & np.uint32(1)) << np.uint32(log_n - 1 - b))
+    return rev
+
+
+def _bit_reverse_rows(x: Array, log_n: int) -> Array:
+    if log_n == 0:
+        return x
+    return jnp.take(x, _bit_reverse_iota(log_n), axis=0, indices_are_sorted=False, unique_indices=True)
+
+
+def bit_reverse(x: Array, axis: int = 0) -> Array:
+    """Permute ``x`` along ``axis`` (a power-of-two length) into bit-reversed index order."""
+    n = x.shape[axis]
+    log_n = log2_exact(n, f"bit_reverse: length of axis {axis}")
+    return jnp.moveaxis(_bit_reverse_rows(jnp.moveaxis(x, axis, 0), log_n), 0, axis)
+
+
+def _dif_levels(x: Array, twiddles: Array, log_n: int) -> Array:
+    """Radix-2 DIF butterflies along axis 0; natural-order input, bit-reversed output.
+    ``twiddles[j] = w_n^j`` (j < n/2) for the transform's root ``w_n``."""
+    n = 1 << log_n
+    batch = x.shape[1:]
+    ones = (1,) * len(batch)
+    for level in range(log_n):
+        h = n >> (level + 1)
+        blocks = n // (2 * h)
+        y = x.reshape(blocks, 2, h, *batch)
+        a, b = y[:, 0], y[:, 1]
+        w = twiddles[::blocks].reshape(1, h, *ones)  # w_{2h}^j = w_n^(j * blocks)
+        x = jnp.stack([gl._add(a, b), gl._mul(gl._sub(a, b), w)], axis=1).reshape(n, *batch)
+    return x
+
+
+def _ntt_core(x: Array, tables: NTTTables) -> Array:
+    return _bit_reverse_rows(_dif_levels(x, tables.forward, tables.log_n), tables.log_n)
+
+
+def _intt_core(x: Array, tables: NTTTables) -> Array:
+    y = _bit_reverse_rows(_dif_levels(x, tables.inverse, tables.log_n), tables.log_n)
+    return gl._mul(y, tables.n_inv)
+
+
+_ntt_jit = jax.jit(_ntt_core)
+_intt_jit = jax.jit(_intt_core)
+
+
+def check_rows(x, name: str) -> tuple[Array, int]:
+    """Validate a ``(n, *batch)`` field array whose row count n is a power of two <= 2^32."""
+    x = field_array(x, name)
+    if x.ndim < 1:
+        raise ShapeError(f"{name}: expected an array of shape (rows, ...), got a scalar")
+    log_n = log2_exact(x.shape[0], f"{name}: row count")
+    if log_n > MAX_LOG_N:
+        raise ShapeError(f"{name}: {x.shape[0]} rows exceed the field's 2^{MAX_LOG_N} two-adic limit")
+    return x, log_n
+
+
+def resolve_tables(tables: NTTTables | None, log_n: int, traced: bool, name: str) -> NTTTables:
+    """The tables to use for a size-2^log_n transform: the caller's (checked), the cache, or,
+    under tracing without tables, freshly computed inside the program."""
+    if tables is None:
+        return _make_tables(log_n) if traced else ntt_tables(log_n)
+    if not isinstance(tables, NTTTables):
+        raise TypeError(f"{name}: tables must be NTTTables, got {type(tables).__name__}")
+    if tables.log_n != log_n:
+        raise ShapeError(f"{name}: tables are for size 2^{tables.log_n}, input needs 2^{log_n}")
+    return tables
+
+
+def ntt(x: UInt64[Array, " n *batch"], tables: NTTTables | None = None) -> UInt64[Array, " n *batch"]:
+    """Forward NTT along axis 0: coefficients (natural order) to evaluations at ``w^i``."""
+    x, log_n = check_rows(x, "ntt input")
+    traced = isinstance(x, jax.core.Tracer)
+    return _ntt_jit(x, resolve_tables(tables, log_n, traced, "ntt"))
+
+
+def intt(x: UInt64[Array, " n *batch"], tables: NTTTables | None = None) -> UInt64[Array, " n *batch"]:
+    """Inverse NTT along axis 0: evaluations at ``w^i`` to coefficients."""
+    x, log_n = check_rows(x, "intt input")
+    traced = isinstance(x, jax.core.Tracer)
+    return _intt_jit(x, resolve_tables(tables, log_n, traced, "intt"))

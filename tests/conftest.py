@@ -1,0 +1,33 @@
+"""Test-wide settings.
+
+* Strict dtype promotion: a silent uint32 -> int64 (or any other implicit) promotion inside
+  jaxstark raises instead of quietly changing field elements.
+* ``gpu`` marker: such tests are skipped unless JAX sees a CUDA device.
+"""
+
+import jax
+import pytest
+from hypothesis import HealthCheck, settings
+
+import jaxstark  # noqa: F401  (turns on 64-bit mode)
+
+jax.config.update("jax_numpy_dtype_promotion", "strict")
+
+settings.register_profile("jaxstark", deadline=None, max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("jaxstark")
+
+
+def _has_gpu() -> bool:
+    try:
+        return len(jax.devices("gpu")) > 0
+    except RuntimeError:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if _has_gpu():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
