@@ -12,34 +12,12 @@ from hypothesis import strategies as st
 
 from jaxstark import ext, gl
 from jaxstark.errors import NonCanonicalError, ShapeError
+from tests.reference import ext_inv as ref_inv
+from tests.reference import ext_mul as ref_mul
+from tests.reference import ext_pow as ref_pow
 
 P = gl.P
 N_RANDOM = 100_000
-
-
-def ref_mul(a, b):
-    a0, a1, a2 = a
-    b0, b1, b2 = b
-    return (
-        (a0 * b0 + 2 * (a1 * b2 + a2 * b1)) % P,
-        (a0 * b1 + a1 * b0 + 2 * a2 * b2) % P,
-        (a0 * b2 + a1 * b1 + a2 * b0) % P,
-    )
-
-
-def ref_pow(a, e):
-    r, base = (1, 0, 0), a
-    while e:
-        if e & 1:
-            r = ref_mul(r, base)
-        base = ref_mul(base, base)
-        e >>= 1
-    return r
-
-
-def ref_inv(a):
-    # a^(p^3 - 2): the multiplicative group has order p^3 - 1
-    return ref_pow(a, P**3 - 2)
 
 
 def _rand(rng, n):

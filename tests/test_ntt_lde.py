@@ -11,6 +11,7 @@ import pytest
 
 from jaxstark import ext, gl, lde, ntt, poly
 from jaxstark.errors import NonCanonicalError, ShapeError
+from tests.reference import ext_mul
 
 P = gl.P
 
@@ -176,7 +177,7 @@ def test_evaluate_at_base_and_extension_points():
     z = tuple(rng.randrange(P) for _ in range(3))
     zp = [(1, 0, 0)]
     for _ in range(49):
-        zp.append(_ext_mul(zp[-1], z))
+        zp.append(ext_mul(zp[-1], z))
     want = np.array(
         [[sum(int(c[k, j]) * zp[k][i] for k in range(50)) % P for i in range(3)] for j in range(3)],
         dtype=object,
@@ -191,16 +192,6 @@ def test_evaluate_at_base_and_extension_points():
     np.testing.assert_array_equal(got_e, ext.mul(got, jnp.broadcast_to(one_w_w2, (3, 3))))
     got_eb = poly.evaluate(gl.from_int(ce), np.uint64(x), ext_coeffs=True)
     np.testing.assert_array_equal(gl.to_int(got_eb), np.stack([want_base] * 3, axis=-1))
-
-
-def _ext_mul(a, b):
-    a0, a1, a2 = a
-    b0, b1, b2 = b
-    return (
-        (a0 * b0 + 2 * (a1 * b2 + a2 * b1)) % P,
-        (a0 * b1 + a1 * b0 + 2 * a2 * b2) % P,
-        (a0 * b2 + a1 * b1 + a2 * b0) % P,
-    )
 
 
 def test_evaluate_interpolant_reproduces_trace_values():
