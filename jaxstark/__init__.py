@@ -10,7 +10,7 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from jaxstark import errors, field, lde, ntt, poly  # noqa: E402
+from jaxstark import errors, field, hash, lde, merkle, ntt, poly, transcript  # noqa: E402, A004
 from jaxstark.errors import (  # noqa: E402
     FieldDtypeError,
     JaxstarkError,
@@ -19,6 +19,7 @@ from jaxstark.errors import (  # noqa: E402
     X64DisabledError,
 )
 from jaxstark.field import ext, gl  # noqa: E402
+from jaxstark.transcript import Transcript  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -30,6 +31,10 @@ __all__ = [
     "ntt",
     "lde",
     "poly",
+    "hash",
+    "merkle",
+    "transcript",
+    "Transcript",
     "JaxstarkError",
     "NonCanonicalError",
     "FieldDtypeError",

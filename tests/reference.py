@@ -27,3 +27,71 @@ def ext_pow(a, e):
 def ext_inv(a):
     """a^(p^3 - 2): the multiplicative group of GF(p^3) has order p^3 - 1."""
     return ext_pow(a, P**3 - 2)
+
+
+# --- hashes and Merkle trees ------------------------------------------------------------------
+
+
+def row_bytes(row) -> bytes:
+    """A row of field elements serialised as jaxstark leaves are: 8 little-endian bytes each."""
+    return b"".join(int(v).to_bytes(8, "little") for v in row)
+
+
+def blake3_bytes(data: bytes) -> bytes:
+    import blake3
+
+    return blake3.blake3(data).digest()
+
+
+def keccak256_bytes(data: bytes) -> bytes:
+    from Crypto.Hash import keccak
+
+    return keccak.new(digest_bits=256, data=data).digest()
+
+
+def _poseidon2_permute(state):
+    from tests.poseidon2_reference import permute
+
+    return permute(list(state))
+
+
+def _elements(data: bytes):
+    return [int.from_bytes(data[i : i + 8], "little") for i in range(0, len(data), 8)]
+
+
+def poseidon2_sponge(elems, kind: int) -> bytes:
+    """jaxstark's Poseidon2 sponge (rate 8, capacity 4, state[8] = count, state[9] = kind)."""
+    state = [0] * 12
+    state[8], state[9] = len(elems), kind
+    chunks = [elems[i : i + 8] for i in range(0, len(elems), 8)] or [[]]
+    for c in chunks:
+        state = _poseidon2_permute(list(c) + [0] * (8 - len(c)) + state[8:])
+    return b"".join(v.to_bytes(8, "little") for v in state[:4])
+
+
+def poseidon2_bytes(data: bytes) -> bytes:
+    padded = data + b"\x01"
+    padded += b"\x00" * ((-len(padded)) % 7)
+    elems = [int.from_bytes(padded[i : i + 7], "little") for i in range(0, len(padded), 7)]
+    return poseidon2_sponge(elems, 1)
+
+
+def poseidon2_compress(left: bytes, right: bytes) -> bytes:
+    state = [v % P for v in _elements(left + right)] + [0] * 4
+    return b"".join(v.to_bytes(8, "little") for v in _poseidon2_permute(state)[:4])
+
+
+REFERENCE_HASHES = {
+    "blake3": (lambda row: blake3_bytes(row_bytes(row)), lambda a, b: blake3_bytes(a + b), blake3_bytes),
+    "keccak256": (lambda row: keccak256_bytes(row_bytes(row)), lambda a, b: keccak256_bytes(a + b), keccak256_bytes),
+    "poseidon2": (lambda row: poseidon2_sponge([int(v) for v in row], 0), poseidon2_compress, poseidon2_bytes),
+}
+
+
+def merkle_root(rows, hash_name: str) -> bytes:
+    """Root of the tree over ``rows`` (a list of lists of ints), built the textbook way."""
+    leaf, node, _ = REFERENCE_HASHES[hash_name]
+    level = [leaf(r) for r in rows]
+    while len(level) > 1:
+        level = [node(level[i], level[i + 1]) for i in range(0, len(level), 2)]
+    return level[0]

@@ -1,0 +1,163 @@
+"""Merkle commitments to evaluation matrices: one tree builder for every hash.
+
+Leaves are the rows of a ``(n, *cols)`` matrix of field elements, ``n`` a power of two, in
+natural row order (leaf ``i`` is row ``i``). Each row is flattened row-major (an extension
+column contributes its three coordinates in order) and hashed with ``hash.hash_rows``
+(serialisation: :mod:`jaxstark.hash.interface`). Internal nodes are
+``hash.compress(left, right)``.
+
+The tree is **one array** ``nodes: uint8[2n, 32]`` in heap order: ``nodes[1]`` is the root, node
+``v`` has children ``2v`` and ``2v + 1``, leaf ``i`` sits at ``n + i``; ``nodes[0]`` is unused
+(zero). Device memory: ``2n * 32`` bytes for the tree, plus one level's digests while building.
+
+An opening of leaf ``i`` is the row and its authentication path: the ``log2 n`` sibling digests
+``nodes[((n + i) >> k) ^ 1]`` from the leaf level up. :func:`verify_paths` recomputes the root
+from a row and its path and is a plain JAX computation, so the verifier runs it on the CPU.
+
+Everything that must happen for every hash -- validation now; instrumentation, fault hooks
+and admission later -- lives in :func:`commit`, the single builder.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, UInt8, UInt64
+
+from jaxstark.errors import ShapeError
+from jaxstark.field._check import field_array
+from jaxstark.hash.interface import DIGEST_BYTES, Hash, get_hash
+from jaxstark.ntt import log2_exact
+
+__all__ = ["MerkleTree", "Opening", "commit", "open_rows", "verify_paths", "tree_bytes"]
+
+
+class MerkleTree(eqx.Module):
+    """A committed matrix: the node array in heap order and its shape."""
+
+    hash_name: str = eqx.field(static=True)
+    log_n: int = eqx.field(static=True)
+    nodes: UInt8[Array, " two_n 32"]
+
+    @property
+    def root(self) -> UInt8[Array, " 32"]:
+        return self.nodes[1]
+
+    @property
+    def n_leaves(self) -> int:
+        return 1 << self.log_n
+
+
+class Opening(eqx.Module):
+    """Opened rows and their authentication paths (``paths[q, k]`` is the sibling at height k)."""
+
+    indices: Array
+    rows: UInt64[Array, " q width"]
+    paths: UInt8[Array, " q log_n 32"]
+
+
+def tree_bytes(n_leaves: int) -> int:
+    """Device bytes of a tree over ``n_leaves`` leaves (the node array)."""
+    return 2 * n_leaves * DIGEST_BYTES
+
+
+def _flatten_rows(matrix: Array) -> Array:
+    return matrix.reshape(matrix.shape[0], -1)
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _build(matrix: Array, hash_name: str) -> Array:
+    h = get_hash(hash_name)
+    level = h.hash_rows(_flatten_rows(matrix))
+    levels = [level]
+    while level.shape[0] > 1:
+        level = h.compress(level[0::2], level[1::2])
+        levels.append(level)
+    levels.append(jnp.zeros((1, DIGEST_BYTES), jnp.uint8))  # nodes[0], unused
+    return jnp.concatenate(levels[::-1], axis=0)
+
+
+def commit(matrix: UInt64[Array, " n *cols"], hash: str | Hash = "blake3") -> MerkleTree:
+    """Build the Merkle tree over the rows of ``matrix`` (n a power of two, n >= 1)."""
+    h = get_hash(hash)
+    matrix = field_array(matrix, "commit matrix")
+    if matrix.ndim < 1:
+        raise ShapeError("commit: the matrix needs a leading row axis")
+    log_n = log2_exact(matrix.shape[0], "commit: number of rows")
+    return MerkleTree(h.name, log_n, _build(matrix, h.name))
+
+
+def _path_indices(indices: Array, log_n: int) -> Array:
+    n = 1 << log_n
+    k = jnp.arange(log_n, dtype=jnp.uint32)
+    return ((indices[:, None].astype(jnp.uint32) + np.uint32(n)) >> k) ^ np.uint32(1)
+
+
+@jax.jit
+def _open(nodes: Array, matrix: Array, indices: Array) -> tuple[Array, Array]:
+    log_n = (nodes.shape[0] // 2).bit_length() - 1
+    rows = _flatten_rows(matrix)[indices]
+    return rows, nodes[_path_indices(indices, log_n)]
+
+
+def open_rows(tree: MerkleTree, matrix: UInt64[Array, " n *cols"], indices) -> Opening:
+    """Open the rows at ``indices`` (any integer array of values < n)."""
+    if matrix.shape[0] != tree.n_leaves:
+        raise ShapeError(f"open_rows: matrix has {matrix.shape[0]} rows, the tree {tree.n_leaves} leaves")
+    idx = jnp.asarray(indices)
+    if not jnp.issubdtype(idx.dtype, jnp.integer) or idx.ndim != 1:
+        raise ShapeError(f"open_rows: indices must be a 1-D integer array, got {idx.dtype} {idx.shape}")
+    if not isinstance(idx, jax.core.Tracer) and idx.size and (int(idx.min()) < 0 or int(idx.max()) >= tree.n_leaves):
+        raise ShapeError(f"open_rows: indices must lie in [0, {tree.n_leaves}), got {np.asarray(idx).tolist()}")
+    rows, paths = _open(tree.nodes, matrix, idx.astype(jnp.uint32))
+    return Opening(idx, rows, paths)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _verify(hash_name: str, log_n: int, root: Array, indices: Array, rows: Array, paths: Array) -> Array:
+    h = get_hash(hash_name)
+    node = h.hash_rows(rows)
+    idx = indices.astype(jnp.uint32)
+    for k in range(log_n):
+        sib = paths[:, k]
+        right = (((idx >> np.uint32(k)) & np.uint32(1)) == np.uint32(1))[:, None]
+        node = h.compress(jnp.where(right, sib, node), jnp.where(right, node, sib))
+    in_range = idx < np.uint32(1 << log_n)
+    return jnp.all(node == root[None, :], axis=-1) & in_range
+
+
+def verify_paths(
+    hash: str | Hash,
+    root: UInt8[Array, " 32"],
+    log_n: int,
+    indices: Array,
+    rows: UInt64[Array, " q width"],
+    paths: UInt8[Array, " q log_n 32"],
+) -> Bool[Array, " q"]:
+    """For each opening, whether its row and path lead to ``root`` at leaf ``indices[q]`` of a
+    tree with ``2^log_n`` leaves. Shape errors raise ``ShapeError``; wrong data gives False."""
+    h = get_hash(hash)
+    indices, rows, paths, root = (jnp.asarray(a) for a in (indices, rows, paths, root))
+    q = indices.shape[0] if indices.ndim == 1 else -1
+    if (
+        indices.ndim != 1
+        or rows.ndim != 2
+        or rows.shape[0] != q
+        or paths.shape != (q, log_n, DIGEST_BYTES)
+        or root.shape != (DIGEST_BYTES,)
+    ):
+        raise ShapeError(
+            f"verify_paths: inconsistent shapes indices {indices.shape}, rows {rows.shape}, paths {paths.shape}, "
+            f"root {root.shape} for a tree of 2^{log_n} leaves"
+        )
+    if rows.dtype != jnp.uint64 or paths.dtype != jnp.uint8 or root.dtype != jnp.uint8:
+        raise ShapeError(f"verify_paths: dtypes rows {rows.dtype}, paths {paths.dtype}, root {root.dtype}")
+    if not jnp.issubdtype(indices.dtype, jnp.integer):
+        raise ShapeError(f"verify_paths: indices must be integers, got {indices.dtype}")
+    ok_idx = (indices >= 0) & (indices < (1 << log_n))
+    safe = jnp.where(ok_idx, indices, 0)
+    return _verify(h.name, log_n, root, safe, rows, paths) & ok_idx

@@ -1,0 +1,200 @@
+"""Fiat-Shamir transcript as a pure JAX value.
+
+A :class:`Transcript` is an ``equinox.Module`` whose only array is a 32-byte state; every
+operation returns a new transcript (and its outputs), so a transcript passes through ``jit``,
+``vmap`` (e.g. over forks) and ``lax`` control flow like any other PyTree. The verifier runs the
+same code eagerly on the CPU and obtains identical values.
+
+Construction (a duplex over the hash's 2-to-1 compression ``C``, any of the commitment hashes):
+
+* every operation first absorbs a 32-byte *tag* ``C(state, tag)``; a tag holds the operation
+  kind, the caller's label (at most 22 ASCII bytes) and a 64-bit count (number of items, or the
+  fork index), so operation sequences are unambiguous and labels separate domains;
+* absorbing data then chains ``state = C(state, block)`` over its 32-byte blocks (digests as
+  they are; field elements as 8 little-endian bytes each, zero-padded to whole blocks -- the
+  count in the tag fixes the length);
+* squeezing ``k`` blocks returns ``C(state, ctr_j)`` for ``j < k`` (``ctr_j`` a distinct
+  counter block), after the tag has moved the state on; outputs never feed back except
+  through the next tag, and no output block equals a state update (different block kinds);
+* ``fork(i)`` gives a child whose state is ``C(state, tag(FORK, i))``: tables and row chunks
+  get independent transcripts, and ``i`` may be traced (``vmap`` over forks).
+
+Sampling without modulo bias worth mentioning:
+
+* base-field challenge: 128 output bits ``hi * 2^64 + lo`` reduced mod p; the distance from
+  uniform is below ``p / 2^128 < 2^-64``;
+* extension challenge: three independent base challenges;
+* query indices in a power-of-two domain ``2^k``: the low ``k`` bits of a 64-bit output word --
+  exactly uniform.
+
+Annotated mode (``annotated=True``) records a log of ``(label, kind, value)`` entries for every
+absorb and squeeze; values are arrays and come out of ``jit``/``vmap`` like the state, so prover
+and verifier logs can be compared entry by entry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jaxtyping import Array, UInt8, UInt32, UInt64
+
+from jaxstark.field import goldilocks as gl
+from jaxstark.hash.encoding import bytes_to_words, words_to_bytes
+from jaxstark.hash.interface import DIGEST_BYTES, get_hash
+
+__all__ = ["Transcript", "LogEntry"]
+
+MAX_LABEL = 22
+_KINDS = {
+    "init": 1,
+    "digest": 2,
+    "base": 3,
+    "ext": 4,
+    "challenge_base": 5,
+    "challenge_ext": 6,
+    "queries": 7,
+    "fork": 8,
+    "counter": 9,
+}
+
+
+class LogEntry(eqx.Module):
+    """One annotated transcript operation."""
+
+    label: str = eqx.field(static=True)
+    kind: str = eqx.field(static=True)
+    value: Array
+
+
+def _tag(kind: str, label: str, count) -> Array:
+    """The 32-byte tag: kind, label length, label (zero-padded to 22 bytes), count (8 bytes LE)."""
+    raw = label.encode("ascii")
+    head = np.zeros(24, np.uint8)
+    head[0] = _KINDS[kind]
+    head[1] = len(raw)
+    head[2 : 2 + len(raw)] = np.frombuffer(raw, np.uint8)
+    count = jnp.asarray(count).astype(jnp.uint64)
+    return jnp.concatenate(
+        [jnp.broadcast_to(jnp.asarray(head), (*count.shape, 24)), words_to_bytes(count[..., None])], -1
+    )
+
+
+def _check_label(label: str) -> None:
+    if not isinstance(label, str) or not label.isascii() or len(label) > MAX_LABEL:
+        raise ValueError(f"transcript labels are ASCII strings of at most {MAX_LABEL} bytes, got {label!r}")
+
+
+def _elements_to_blocks(x: Array) -> Array:
+    flat = x.reshape(-1)
+    pad = (-flat.shape[0]) % 4
+    if pad:
+        flat = jnp.concatenate([flat, jnp.zeros((pad,), jnp.uint64)])
+    return words_to_bytes(flat.reshape(-1, 4))
+
+
+class Transcript(eqx.Module):
+    """Fiat-Shamir state; see the module docstring for the construction."""
+
+    hash_name: str = eqx.field(static=True)
+    annotated: bool = eqx.field(static=True)
+    state: UInt8[Array, " 32"]
+    log: tuple[LogEntry, ...] = ()
+
+    @classmethod
+    def new(cls, label: str, hash: str = "blake3", annotated: bool = False) -> Transcript:
+        """A fresh transcript for the protocol instance named ``label``."""
+        _check_label(label)
+        h = get_hash(hash)
+        t = cls(h.name, annotated, jnp.zeros((DIGEST_BYTES,), jnp.uint8), ())
+        return t._absorb_tag("init", label, 0)
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _compress(self, left: Array, right: Array) -> Array:
+        return get_hash(self.hash_name).compress(left, right)
+
+    def _absorb_tag(self, kind: str, label: str, count) -> Transcript:
+        return dataclasses.replace(self, state=self._compress(self.state, _tag(kind, label, count)))
+
+    def _logged(self, label: str, kind: str, value: Array) -> Transcript:
+        if not self.annotated:
+            return self
+        return dataclasses.replace(self, log=(*self.log, LogEntry(label, kind, value)))
+
+    def _absorb_blocks(self, kind: str, label: str, count: int, blocks: Array, logged: Array) -> Transcript:
+        _check_label(label)
+        t = self._absorb_tag(kind, label, count)
+        state, _ = lax.scan(lambda s, b: (t._compress(s, b), None), t.state, blocks)
+        return dataclasses.replace(t, state=state)._logged(label, kind, logged)
+
+    def _squeeze(self, kind: str, label: str, count: int, n_blocks: int) -> tuple[Transcript, Array]:
+        _check_label(label)
+        t = self._absorb_tag(kind, label, count)
+        counters = _tag("counter", "", jnp.arange(n_blocks, dtype=jnp.uint64))
+        out = t._compress(jnp.broadcast_to(t.state, (n_blocks, DIGEST_BYTES)), counters)
+        return t, out
+
+    # -- absorbing ------------------------------------------------------------------------------
+
+    def absorb_digest(self, label: str, digest: UInt8[Array, " *k 32"]) -> Transcript:
+        """Absorb one or more 32-byte digests (e.g. Merkle roots)."""
+        d = jnp.asarray(digest)
+        if d.dtype != jnp.uint8 or d.ndim < 1 or d.shape[-1] != DIGEST_BYTES:
+            raise ValueError(f"absorb_digest: expected uint8[..., 32], got {d.dtype}{tuple(d.shape)}")
+        blocks = d.reshape(-1, DIGEST_BYTES)
+        return self._absorb_blocks("digest", label, blocks.shape[0], blocks, d)
+
+    def absorb_base(self, label: str, x: UInt64[Array, " *k"]) -> Transcript:
+        """Absorb base-field elements (any shape, flattened in row-major order)."""
+        x = jnp.asarray(x)
+        if x.dtype != jnp.uint64:
+            raise ValueError(f"absorb_base: expected uint64 field elements, got {x.dtype}")
+        return self._absorb_blocks("base", label, x.size, _elements_to_blocks(x), x)
+
+    def absorb_ext(self, label: str, x: UInt64[Array, " *k 3"]) -> Transcript:
+        """Absorb extension elements (trailing axis 3)."""
+        x = jnp.asarray(x)
+        if x.dtype != jnp.uint64 or x.ndim < 1 or x.shape[-1] != 3:
+            raise ValueError(f"absorb_ext: expected uint64[..., 3], got {x.dtype}{tuple(x.shape)}")
+        return self._absorb_blocks("ext", label, x.size // 3, _elements_to_blocks(x), x)
+
+    # -- squeezing ------------------------------------------------------------------------------
+
+    def challenge_base(self, label: str, n: int | None = None) -> tuple[Transcript, UInt64[Array, " *n"]]:
+        """``n`` base-field challenges (a scalar when ``n`` is None)."""
+        k = 1 if n is None else int(n)
+        t, out = self._squeeze("challenge_base", label, k, -(-k // 2))
+        words = bytes_to_words(out, jnp.uint64).reshape(-1, 2)[:k]
+        vals = gl._reduce128(words[:, 0], words[:, 1])
+        vals = vals[0] if n is None else vals
+        return t._logged(label, "challenge_base", vals), vals
+
+    def challenge_ext(self, label: str, n: int | None = None) -> tuple[Transcript, UInt64[Array, " *n 3"]]:
+        """``n`` extension-field challenges, shape ``(n, 3)`` (``(3,)`` when ``n`` is None)."""
+        k = 1 if n is None else int(n)
+        t, out = self._squeeze("challenge_ext", label, k, -(-3 * k // 2))
+        words = bytes_to_words(out, jnp.uint64).reshape(-1, 2)[: 3 * k]
+        vals = gl._reduce128(words[:, 0], words[:, 1]).reshape(k, 3)
+        vals = vals[0] if n is None else vals
+        return t._logged(label, "challenge_ext", vals), vals
+
+    def query_indices(self, label: str, count: int, domain_size: int) -> tuple[Transcript, UInt32[Array, " count"]]:
+        """``count`` uniformly random indices in ``[0, domain_size)``, a power of two <= 2^32."""
+        if domain_size < 1 or domain_size & (domain_size - 1) or domain_size > 1 << 32:
+            raise ValueError(f"query_indices: domain size must be a power of two <= 2^32, got {domain_size}")
+        t, out = self._squeeze("queries", label, count, max(1, -(-count // 4)))
+        words = bytes_to_words(out, jnp.uint64).reshape(-1)[:count]
+        idx = (words & np.uint64(domain_size - 1)).astype(jnp.uint32)
+        return t._logged(label, "queries", idx), idx
+
+    # -- forking --------------------------------------------------------------------------------
+
+    def fork(self, index) -> Transcript:
+        """An independent child transcript for table/chunk ``index`` (an int or a traced
+        integer, so forks can be made under ``vmap``). The child starts with an empty log."""
+        t = self._absorb_tag("fork", "", index)
+        return dataclasses.replace(t, log=())._logged("fork", "fork", jnp.asarray(index).astype(jnp.uint64))

@@ -1,0 +1,75 @@
+"""The Merkle tree builder against a textbook tree built with the reference hashes."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxstark import gl, merkle
+from jaxstark.errors import NonCanonicalError, ShapeError
+from jaxstark.hash.interface import HASHES
+from tests.reference import merkle_root
+
+SHAPES = [(1, 1), (2, 3), (8, 400), (64, 7), (1024, 2), (4096, 1)]
+
+
+@pytest.mark.parametrize("name", sorted(HASHES))
+@pytest.mark.parametrize("rows, cols", SHAPES, ids=[f"{r}x{c}" for r, c in SHAPES])
+def test_root_equals_reference_and_paths_verify(name, rows, cols):
+    m = gl.random(jax.random.PRNGKey(rows * 1000 + cols), (rows, cols))
+    tree = merkle.commit(m, name)
+    chex.assert_shape(tree.nodes, (2 * rows, 32))
+    assert bytes(np.asarray(tree.root)) == merkle_root(np.asarray(m).tolist(), name)
+
+    idx = np.unique(np.random.default_rng(rows).integers(0, rows, 16))
+    op = merkle.open_rows(tree, m, idx)
+    chex.assert_shape(op.paths, (len(idx), tree.log_n, 32))
+    np.testing.assert_array_equal(op.rows, np.asarray(m)[idx])
+    assert bool(jnp.all(merkle.verify_paths(name, tree.root, tree.log_n, op.indices, op.rows, op.paths)))
+
+
+@pytest.mark.parametrize("name", sorted(HASHES))
+def test_tampering_is_rejected(name):
+    m = gl.random(jax.random.PRNGKey(9), (256, 5))
+    tree = merkle.commit(m, name)
+    op = merkle.open_rows(tree, m, np.array([0, 77, 255]))
+    v = lambda idx, rows, paths: np.asarray(  # noqa: E731
+        merkle.verify_paths(name, tree.root, tree.log_n, idx, rows, paths)
+    )
+    assert v(op.indices, op.rows, op.paths).all()
+    bad_rows = op.rows.at[1, 2].set(gl.add(op.rows[1, 2], np.uint64(1)))
+    assert list(v(op.indices, bad_rows, op.paths)) == [True, False, True]
+    bad_paths = op.paths.at[2, 4, 0].set(op.paths[2, 4, 0] ^ np.uint8(1))
+    assert list(v(op.indices, op.rows, bad_paths)) == [True, True, False]
+    bad_idx = jnp.asarray([1, 77, 255])
+    assert list(v(bad_idx, op.rows, op.paths)) == [False, True, True]
+    out_of_range = jnp.asarray([0, 77, 256])
+    assert list(v(out_of_range, op.rows, op.paths)) == [True, True, False]
+    other_root = merkle.commit(gl.random(jax.random.PRNGKey(10), (256, 5)), name).root
+    assert not np.asarray(merkle.verify_paths(name, other_root, 8, op.indices, op.rows, op.paths)).any()
+
+
+def test_extension_columns_flatten_coordinate_by_coordinate():
+    m = gl.random(jax.random.PRNGKey(3), (16, 4, 3))
+    assert bytes(np.asarray(merkle.commit(m).root)) == merkle_root(np.asarray(m).reshape(16, 12).tolist(), "blake3")
+
+
+def test_bad_inputs_are_named():
+    with pytest.raises(ShapeError, match="number of rows must be a power of two >= 1, got 12"):
+        merkle.commit(jnp.zeros((12, 2), jnp.uint64))
+    with pytest.raises(NonCanonicalError):
+        merkle.commit(np.full((4, 2), 2**64 - 1, np.uint64))
+    m = gl.random(jax.random.PRNGKey(3), (16, 2))
+    tree = merkle.commit(m)
+    with pytest.raises(ShapeError, match="indices must lie in"):
+        merkle.open_rows(tree, m, np.array([16]))
+    with pytest.raises(ShapeError, match="inconsistent shapes"):
+        merkle.verify_paths("blake3", tree.root, 4, jnp.zeros((2,), jnp.int32), m[:2], jnp.zeros((2, 3, 32), jnp.uint8))
+
+
+def test_tree_is_deterministic_and_jittable():
+    m = gl.random(jax.random.PRNGKey(4), (128, 9))
+    a = merkle.commit(m)
+    b = jax.jit(lambda x: merkle.commit(x).nodes)(m)
+    np.testing.assert_array_equal(a.nodes, b)
