@@ -16,38 +16,17 @@ Prints a table and writes JSON (``--json``, default benchmarks/out/ntt.json).
 from __future__ import annotations
 
 import argparse
-import json
-import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
+from common import compile_timed, copy_bandwidth, median, report, timed
 
 from jaxstark import gl, lde, ntt, poly
 
 STANDARD = [("ntt", 20, 64, 1), ("ntt", 22, 64, 1), ("lde", 21, 316, 2)]
 QUICK = [("ntt", 10, 8, 1), ("lde", 10, 8, 2)]
-
-
-def timed(fn, *args, repeats: int) -> list[float]:
-    fn(*args).block_until_ready()  # warm-up
-    out = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn(*args).block_until_ready()
-        out.append(time.perf_counter() - t)
-    return out
-
-
-def copy_bandwidth(repeats: int, log_elems: int) -> float:
-    x = jnp.arange(1 << log_elems, dtype=jnp.uint64)
-    f = jax.jit(lambda a: a ^ np.uint64(1))
-    t = statistics.median(timed(f, x, repeats=repeats))
-    return 2 * x.size * 8 / t
 
 
 def build(kind: str, log_n: int, cols: int, blowup: int):
@@ -59,9 +38,7 @@ def build(kind: str, log_n: int, cols: int, blowup: int):
     else:
         tables = lde.lde_tables(log_n, blowup)
         fn, args = lde._lde_jit, (x, tables)
-    t = time.perf_counter()
-    compiled = fn.lower(*args).compile()
-    compile_s = time.perf_counter() - t
+    compiled, compile_s = compile_timed(fn, *args)
     return compiled, args, compile_s
 
 
@@ -100,7 +77,6 @@ def main(argv=None) -> int:
     if args.repeats < 1:
         ap.error("--repeats must be >= 1")
 
-    dev = jax.devices()[0]
     cases = QUICK if args.quick else STANDARD
     bw = copy_bandwidth(args.repeats, 16 if args.quick else 28)
     rows = []
@@ -108,12 +84,12 @@ def main(argv=None) -> int:
         compiled, fargs, compile_s = build(kind, log_n, cols, blowup)
         status = check(kind, log_n, cols, blowup, compiled, fargs)
         times = timed(compiled, *fargs, repeats=args.repeats)
-        med = statistics.median(times)
+        med = median(times)
         nbytes = (1 << log_n) * cols * 8 * (1 + blowup)
         rows.append(
             dict(
                 op=kind,
-                shape=f"2^{log_n} x {cols}" + (f" @ b{blowup}" if kind == "lde" else ""),
+                shape=f"{kind} 2^{log_n} x {cols}" + (f" @ b{blowup}" if kind == "lde" else ""),
                 log_n=log_n,
                 cols=cols,
                 blowup=blowup,
@@ -126,25 +102,24 @@ def main(argv=None) -> int:
                 check=status,
             )
         )
-    hdr = f"{'op':4} {'shape':20} {'compile s':>9} {'median ms':>10} {'MB moved':>9} {'GB/s':>8} {'of copy':>8}  check"
-    print(f"device: {dev.device_kind} ({dev.platform}), jax {jax.__version__}, copy bandwidth {bw / 1e9:.0f} GB/s")
-    print(hdr)
+    columns = [
+        ("shape", "op / shape", "s"),
+        ("compile_s", "compile s", ".2f"),
+        ("median_ms", "median ms", ".2f"),
+        ("mbytes", "MB moved", ".1f"),
+        ("gbps", "GB/s", ".1f"),
+        ("pct_of_copy", "% of copy", ".1f"),
+        ("check", "check", "s"),
+    ]
     for r in rows:
-        print(
-            f"{r['op']:4} {r['shape']:20} {r['compile_s']:9.2f} {r['median_ms']:10.2f} {r['bytes'] / 1e6:9.1f} "
-            f"{r['gbps']:8.1f} {100 * r['frac_of_copy']:7.1f}%  {r['check']}"
-        )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    meta = dict(
-        device=dev.device_kind,
-        platform=dev.platform,
-        jax=jax.__version__,
-        python=platform.python_version(),
-        copy_gbps=bw / 1e9,
-        repeats=args.repeats,
-        date=time.strftime("%Y-%m-%d"),
+        r["mbytes"], r["pct_of_copy"] = r["bytes"] / 1e6, 100 * r["frac_of_copy"]
+    report(
+        f"NTT/LDE benchmark (copy bandwidth {bw / 1e9:.0f} GB/s)",
+        columns,
+        rows,
+        args.json,
+        dict(copy_gbps=bw / 1e9, repeats=args.repeats),
     )
-    args.json.write_text(json.dumps(dict(meta=meta, results=rows), indent=2))
     return 0 if all(r["check"] != "MISMATCH" for r in rows) else 1
 
 

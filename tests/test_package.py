@@ -115,3 +115,15 @@ def test_ntt_benchmark_quick_mode_runs(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "cpu-exact" in out.stdout and (tmp_path / "b.json").exists()
+
+
+def test_merkle_benchmark_quick_mode_runs(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "benchmarks/bench_merkle.py", "--quick", "--repeats", "1", "--json", str(tmp_path / "m.json")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("cpu-exact") == 12 and (tmp_path / "m.json").exists()

@@ -1,0 +1,67 @@
+"""Shared benchmark plumbing: timing, the device's copy bandwidth, the table and the JSON file."""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def timed(fn, *args, repeats: int) -> list[float]:
+    """Wall times of ``repeats`` calls after one warm-up, each waited for with block_until_ready."""
+    jax.block_until_ready(fn(*args))
+    out = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def compile_timed(fn, *args):
+    """(compiled executable, seconds spent lowering and compiling)."""
+    t = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile() if not hasattr(fn, "lower") else fn.lower(*args).compile()
+    return compiled, time.perf_counter() - t
+
+
+def copy_bandwidth(repeats: int, log_elems: int) -> float:
+    """Bytes/s of an element-wise uint64 read + write through jnp (the practical ceiling)."""
+    x = jnp.arange(1 << log_elems, dtype=jnp.uint64)
+    f = jax.jit(lambda a: a ^ np.uint64(1))
+    return 2 * x.size * 8 / median(timed(f, x, repeats=repeats))
+
+
+def report(title: str, columns: list[tuple[str, str, str]], rows: list[dict], path: Path, extra_meta: dict) -> None:
+    """Print ``rows`` as a table (``columns``: key, header, format) and write them as JSON."""
+    dev = jax.devices()[0]
+    print(f"{title} -- device: {dev.device_kind} ({dev.platform}), jax {jax.__version__}")
+    widths = [24] + [max(len(h), 10) for _, h, _ in columns[1:]]
+
+    def line(cells: list[str]) -> str:
+        padded = [c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        return "  ".join(padded)
+
+    print(line([h for _, h, _ in columns]))
+    for r in rows:
+        print(line([format(r[key], fmt) for key, _, fmt in columns]))
+    meta = dict(
+        device=dev.device_kind,
+        platform=dev.platform,
+        jax=jax.__version__,
+        python=platform.python_version(),
+        date=time.strftime("%Y-%m-%d"),
+        **extra_meta,
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(dict(meta=meta, results=rows), indent=2))
