@@ -11,15 +11,23 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 from jaxstark import errors, field, hash, lde, merkle, ntt, poly, transcript  # noqa: E402, A004
-from jaxstark.errors import (  # noqa: E402
+from jaxstark.air import AIR, Val  # noqa: E402
+from jaxstark.config import StarkConfig  # noqa: E402
+from jaxstark.errors import (  # noqa: E402  # noqa: E402
+    AirViolation,
     FieldDtypeError,
+    InvalidProof,
     JaxstarkError,
     NonCanonicalError,
+    ProofFormatError,
     ShapeError,
     X64DisabledError,
 )
 from jaxstark.field import ext, gl  # noqa: E402
+from jaxstark.proof import Proof  # noqa: E402
+from jaxstark.prover import prove  # noqa: E402
 from jaxstark.transcript import Transcript  # noqa: E402
+from jaxstark.verifier import verify  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -35,6 +43,15 @@ __all__ = [
     "merkle",
     "transcript",
     "Transcript",
+    "AIR",
+    "Val",
+    "StarkConfig",
+    "Proof",
+    "prove",
+    "verify",
+    "AirViolation",
+    "InvalidProof",
+    "ProofFormatError",
     "JaxstarkError",
     "NonCanonicalError",
     "FieldDtypeError",

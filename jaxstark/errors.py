@@ -25,3 +25,24 @@ class ShapeError(JaxstarkError, ValueError):
 
 class X64DisabledError(JaxstarkError, RuntimeError):
     """JAX's 64-bit mode was switched off after jaxstark enabled it."""
+
+
+class InvalidProof(JaxstarkError):
+    """The verifier rejected a proof. ``code`` names the failed check (e.g. ``"ood"``,
+    ``"trace-path"``, ``"fri-fold"``); the message says what and where."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(f"proof rejected [{code}]: {message}")
+        self.code = code
+        self.reason = message
+
+
+class ProofFormatError(InvalidProof):
+    """The proof bytes do not follow the documented format."""
+
+    def __init__(self, message: str):
+        super().__init__("format", message)
+
+
+class AirViolation(JaxstarkError, ValueError):
+    """The trace does not satisfy its AIR (raised by the prover, before or instead of proving)."""

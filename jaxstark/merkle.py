@@ -69,14 +69,35 @@ def _flatten_rows(matrix: Array) -> Array:
     return matrix.reshape(matrix.shape[0], -1)
 
 
+SCAN_LEVELS_BELOW = 1 << 10  # levels of at most this many nodes are built by one scanned compression
+
+
+def _top_levels(level: Array, h: Hash) -> list[Array]:
+    """Levels above a ``(m, 32)`` level (m <= SCAN_LEVELS_BELOW), largest first, computed by a
+    ``lax.scan`` over a fixed ``(m, 32)`` buffer: one compiled compression serves every level
+    (the few wasted compressions of the shrinking tail are at most m per level)."""
+    m = level.shape[0]
+    steps = m.bit_length() - 1
+    if steps == 0:
+        return []
+
+    def step(buf, _):
+        parents = h._compress(buf[0::2], buf[1::2])
+        return jnp.concatenate([parents, jnp.zeros_like(parents)]), parents
+
+    _, ys = jax.lax.scan(step, level, None, length=steps)
+    return [ys[i, : m >> (i + 1)] for i in range(steps)]
+
+
 @functools.partial(jax.jit, static_argnums=1)
 def _build(matrix: Array, hash_name: str) -> Array:
     h = get_hash(hash_name)
-    level = h.hash_rows(_flatten_rows(matrix))
+    level = h._hash_rows(_flatten_rows(matrix))
     levels = [level]
-    while level.shape[0] > 1:
-        level = h.compress(level[0::2], level[1::2])
+    while level.shape[0] > SCAN_LEVELS_BELOW:  # large levels: one compression each, no waste
+        level = h._compress(level[0::2], level[1::2])
         levels.append(level)
+    levels += _top_levels(level, h)
     levels.append(jnp.zeros((1, DIGEST_BYTES), jnp.uint8))  # nodes[0], unused
     return jnp.concatenate(levels[::-1], axis=0)
 
@@ -120,12 +141,14 @@ def open_rows(tree: MerkleTree, matrix: UInt64[Array, " n *cols"], indices) -> O
 @functools.partial(jax.jit, static_argnums=(0, 1))
 def _verify(hash_name: str, log_n: int, root: Array, indices: Array, rows: Array, paths: Array) -> Array:
     h = get_hash(hash_name)
-    node = h.hash_rows(rows)
     idx = indices.astype(jnp.uint32)
-    for k in range(log_n):
+
+    def climb(k, node):
         sib = paths[:, k]
-        right = (((idx >> np.uint32(k)) & np.uint32(1)) == np.uint32(1))[:, None]
-        node = h.compress(jnp.where(right, sib, node), jnp.where(right, node, sib))
+        right = (((idx >> k.astype(jnp.uint32)) & np.uint32(1)) == np.uint32(1))[:, None]
+        return h._compress(jnp.where(right, sib, node), jnp.where(right, node, sib))
+
+    node = jax.lax.fori_loop(0, log_n, climb, h._hash_rows(rows))
     in_range = idx < np.uint32(1 << log_n)
     return jnp.all(node == root[None, :], axis=-1) & in_range
 

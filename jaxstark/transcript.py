@@ -59,6 +59,7 @@ _KINDS = {
     "queries": 7,
     "fork": 8,
     "counter": 9,
+    "pow": 10,
 }
 
 
@@ -90,6 +91,8 @@ def _check_label(label: str) -> None:
 
 def _elements_to_blocks(x: Array) -> Array:
     flat = x.reshape(-1)
+    if flat.shape[0] == 0:
+        return jnp.zeros((0, DIGEST_BYTES), jnp.uint8)
     pad = (-flat.shape[0]) % 4
     if pad:
         flat = jnp.concatenate([flat, jnp.zeros((pad,), jnp.uint64)])
@@ -127,9 +130,9 @@ class Transcript(eqx.Module):
 
     def _absorb_blocks(self, kind: str, label: str, count: int, blocks: Array, logged: Array) -> Transcript:
         _check_label(label)
-        t = self._absorb_tag(kind, label, count)
-        state, _ = lax.scan(lambda s, b: (t._compress(s, b), None), t.state, blocks)
-        return dataclasses.replace(t, state=state)._logged(label, kind, logged)
+        blocks = jnp.concatenate([_tag(kind, label, count)[None], blocks])  # the tag first, then the data
+        state, _ = lax.scan(lambda s, b: (self._compress(s, b), None), self.state, blocks)
+        return dataclasses.replace(self, state=state)._logged(label, kind, logged)
 
     def _squeeze(self, kind: str, label: str, count: int, n_blocks: int) -> tuple[Transcript, Array]:
         _check_label(label)
@@ -190,6 +193,35 @@ class Transcript(eqx.Module):
         words = bytes_to_words(out, jnp.uint64).reshape(-1)[:count]
         idx = (words & np.uint64(domain_size - 1)).astype(jnp.uint32)
         return t._logged(label, "queries", idx), idx
+
+    # -- proof of work -------------------------------------------------------------------------
+
+    def pow_word(self, nonce) -> UInt64[Array, " *k"]:
+        """The 64-bit word a grinding nonce must make zero in its low bits: the first 8 bytes of
+        ``C(state, tag(POW, nonce))``. Vectorised over ``nonce``."""
+        nonce = jnp.asarray(nonce).astype(jnp.uint64)
+        tags = _tag("pow", "", nonce)
+        state = jnp.broadcast_to(self.state, (*nonce.shape, DIGEST_BYTES))
+        return bytes_to_words(self._compress(state, tags)[..., :8], jnp.uint64)[..., 0]
+
+    def grind(self, bits: int, batch: int = 1 << 14) -> UInt64[Array, ""]:
+        """The smallest nonce whose :meth:`pow_word` has ``bits`` low zero bits, searched
+        ``batch`` nonces at a time inside a ``lax.while_loop`` (expected ``2^bits`` tries)."""
+        mask = np.uint64((1 << bits) - 1)
+        if bits == 0:
+            return jnp.zeros((), jnp.uint64)
+
+        def cond(c):
+            return ~c[1]
+
+        def body(c):
+            start, _, _ = c
+            nonces = start + jnp.arange(batch, dtype=jnp.uint64)
+            ok = (self.pow_word(nonces) & mask) == np.uint64(0)
+            return start + np.uint64(batch), jnp.any(ok), nonces[jnp.argmax(ok)]
+
+        init = (jnp.zeros((), jnp.uint64), jnp.zeros((), bool), jnp.zeros((), jnp.uint64))
+        return lax.while_loop(cond, body, init)[2]
 
     # -- forking --------------------------------------------------------------------------------
 

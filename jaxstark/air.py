@@ -1,0 +1,177 @@
+"""Algebraic intermediate representations (AIRs): what a table proves.
+
+An AIR describes a trace of ``n`` rows by ``width`` base-field columns through
+
+* **transition constraints** -- a pure function of a frame (current row, next row), the
+  periodic values at that row and the public inputs, returning one value per constraint; each
+  must vanish on every row except the last (the frame of row ``n-1`` wraps to row 0 and is not
+  constrained);
+* their **degrees** (as polynomials in the frame's values; periodic values count as degree 1);
+* **boundary constraints** ``(column, row, value)`` (``row`` may be negative: ``-1`` is the last
+  row; ``value`` an int or a :class:`Val` built from the public inputs, which ``boundary``
+  receives as ``Val`` scalars so that a new public input never recompiles the prover);
+* **periodic columns** (lists of values whose length is a power of two dividing ``n``);
+* ``row_local``: no constraint reads the next row (such tables can later be split by rows).
+
+The same transition function serves the prover and the verifier: it is written with ``+``,
+``-``, ``*``, ``**`` and integer constants on :class:`Val` objects, which the prover fills with
+base-field arrays over the whole low-degree extension and the verifier with extension-field
+values at the out-of-domain point. Example::
+
+    class Fibonacci(AIR):
+        width = 2
+        def constraint_degrees(self): return (1, 1)
+        def transition(self, cur, nxt, periodic, public):
+            return [nxt[0] - cur[1], nxt[1] - (cur[0] + cur[1])]
+        def boundary(self, public): return [(0, 0, 1), (1, 0, 1), (1, -1, public[0])]
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from jaxstark.field import extension as fext
+from jaxstark.field import goldilocks as gl
+
+__all__ = ["AIR", "Val"]
+
+P = gl.P
+
+
+class Val:
+    """A field value (or a batch of them) in constraint code: base (``uint64[...]``) or
+    extension (``uint64[..., 3]``). Arithmetic with Python ints and mixing base with extension
+    work as expected; results are exact field operations."""
+
+    __slots__ = ("v", "is_ext")
+
+    def __init__(self, v, is_ext: bool = False):
+        self.v = v
+        self.is_ext = is_ext
+
+    @staticmethod
+    def const(c: int) -> Val:
+        return Val(jnp.asarray(np.uint64(int(c) % P)), False)
+
+    def _other(self, o) -> Val:
+        if isinstance(o, Val):
+            return o
+        if isinstance(o, (int, np.integer)):
+            return Val.const(int(o))
+        return NotImplemented
+
+    @staticmethod
+    def _lift(a: Val) -> jnp.ndarray:
+        if a.is_ext:
+            return a.v
+        z = jnp.zeros_like(a.v)
+        return jnp.stack([a.v, z, z], axis=-1)
+
+    def _binary(self, o, base_op, ext_op, swap=False) -> Val:
+        o = self._other(o)
+        if o is NotImplemented:
+            return NotImplemented
+        a, b = (o, self) if swap else (self, o)
+        if not a.is_ext and not b.is_ext:
+            return Val(base_op(a.v, b.v), False)
+        return Val(ext_op(Val._lift(a), Val._lift(b)), True)
+
+    def __add__(self, o):
+        return self._binary(o, gl._add, fext._add)
+
+    def __radd__(self, o):
+        return self._binary(o, gl._add, fext._add, swap=True)
+
+    def __sub__(self, o):
+        return self._binary(o, gl._sub, fext._sub)
+
+    def __rsub__(self, o):
+        return self._binary(o, gl._sub, fext._sub, swap=True)
+
+    def __mul__(self, o):
+        o2 = self._other(o)
+        if o2 is NotImplemented:
+            return NotImplemented
+        if self.is_ext and not o2.is_ext:
+            return Val(fext._mul_base(self.v, o2.v), True)
+        if o2.is_ext and not self.is_ext:
+            return Val(fext._mul_base(o2.v, self.v), True)
+        return self._binary(o2, gl._mul, fext._mul)
+
+    def __rmul__(self, o):
+        return self.__mul__(o)
+
+    def __neg__(self):
+        return Val.const(0) - self
+
+    def __pow__(self, e: int):
+        if not isinstance(e, int) or e < 0:
+            raise ValueError(f"Val ** e needs a non-negative int exponent, got {e!r}")
+        result, base = None, self
+        while e:
+            if e & 1:
+                result = base if result is None else result * base
+            e >>= 1
+            if e:
+                base = base * base
+        return result if result is not None else Val.const(1)
+
+    def __repr__(self) -> str:
+        return f"Val({'ext' if self.is_ext else 'base'}, shape={tuple(self.v.shape)})"
+
+
+class AIR(eqx.Module):
+    """Base class of every AIR. Subclasses define ``width`` (a class attribute or static field)
+    and the methods below; everything else has a default."""
+
+    width: int = eqx.field(static=True, default=0)
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def row_local(self) -> bool:
+        """True when no transition constraint reads the next row (override to declare it)."""
+        return False
+
+    @property
+    def num_public_inputs(self) -> int:
+        return 0
+
+    @abc.abstractmethod
+    def constraint_degrees(self) -> tuple[int, ...]:
+        """The degree of each transition constraint, in the order ``transition`` returns them."""
+
+    @abc.abstractmethod
+    def transition(
+        self, cur: Sequence[Val], nxt: Sequence[Val], periodic: Sequence[Val], public: Sequence[Val]
+    ) -> list[Val]:
+        """Constraint values for one frame (vectorised: each ``Val`` may hold a batch)."""
+
+    def boundary(self, public: Sequence[Val]) -> list[tuple[int, int, int | Val]]:
+        """``(column, row, value)`` triples; negative rows count from the end; ``public`` holds
+        the public inputs as base-field ``Val`` scalars (return them, or ints, as values)."""
+        return []
+
+    def periodic_columns(self) -> list[list[int]]:
+        """Periodic columns (each a list of ints, length a power of two)."""
+        return []
+
+    @property
+    def max_degree(self) -> int:
+        return max((*self.constraint_degrees(), 1))
+
+    @property
+    def composition_parts(self) -> int:
+        """Number of degree-< n pieces the composition polynomial is split into."""
+        return max(1, self.max_degree - 1)
+
+    def fingerprint(self) -> str:
+        """A string binding the AIR's identity and shape into the transcript."""
+        return f"{self.name}/w{self.width}/d{','.join(map(str, self.constraint_degrees()))}"

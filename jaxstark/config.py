@@ -1,0 +1,71 @@
+"""Proof parameters and the security they give."""
+
+from __future__ import annotations
+
+import math
+
+import equinox as eqx
+
+from jaxstark.hash.interface import HASHES
+
+__all__ = ["StarkConfig"]
+
+FIELD_BITS = 64 * 3  # challenges live in the cubic extension, |F| ~ 2^192
+
+
+class StarkConfig(eqx.Module):
+    """Every choice that changes a proof. Validated on construction.
+
+    * ``blowup``: LDE expansion factor, a power of two >= 2; the composition polynomial needs
+      ``max constraint degree - 1 <= blowup``.
+    * ``num_queries``: FRI query repetitions (1 ... 256).
+    * ``grinding_bits``: proof-of-work bits before queries are drawn (0 ... 32).
+    * ``fri_final_degree``: FRI stops folding when the polynomial's degree bound is at most
+      this (a power of two >= 1); the final polynomial's coefficients are sent in clear.
+    * ``hash``: ``"blake3"`` (default), ``"keccak256"`` or ``"poseidon2"``.
+    """
+
+    blowup: int = eqx.field(static=True, default=4)
+    num_queries: int = eqx.field(static=True, default=40)
+    grinding_bits: int = eqx.field(static=True, default=16)
+    fri_final_degree: int = eqx.field(static=True, default=8)
+    hash: str = eqx.field(static=True, default="blake3")
+
+    def __check_init__(self) -> None:
+        b = self.blowup
+        if not isinstance(b, int) or b < 2 or b & (b - 1) or b > 1 << 10:
+            raise ValueError(f"StarkConfig.blowup must be a power of two in [2, 1024], got {b!r}")
+        if not isinstance(self.num_queries, int) or not 1 <= self.num_queries <= 256:
+            raise ValueError(f"StarkConfig.num_queries must be an int in [1, 256], got {self.num_queries!r}")
+        if not isinstance(self.grinding_bits, int) or not 0 <= self.grinding_bits <= 32:
+            raise ValueError(f"StarkConfig.grinding_bits must be an int in [0, 32], got {self.grinding_bits!r}")
+        f = self.fri_final_degree
+        if not isinstance(f, int) or f < 1 or f & (f - 1):
+            raise ValueError(f"StarkConfig.fri_final_degree must be a power of two >= 1, got {f!r}")
+        if self.hash not in HASHES:
+            raise ValueError(f"StarkConfig.hash must be one of {sorted(HASHES)}, got {self.hash!r}")
+
+    @property
+    def log_blowup(self) -> int:
+        return self.blowup.bit_length() - 1
+
+    def security_bits(self) -> float:
+        """Conjectured soundness in bits (not a proven bound):
+        ``min(num_queries * log2(blowup) + grinding_bits, 192 - log2(trace-independent slack))``.
+
+        The query term is the standard conjectured FRI bound (each query catches a far-from-code
+        word with probability ``1 - 1/blowup``); the field term caps it by the extension field's
+        size. The proven (Johnson-bound) figure is roughly half the query term."""
+        query = self.num_queries * math.log2(self.blowup) + self.grinding_bits
+        return min(query, FIELD_BITS - 2 * 32)  # DEEP/ALI terms lose at most ~2^32·deg
+
+    def security_report(self) -> str:
+        q = self.num_queries * math.log2(self.blowup)
+        return (
+            f"conjectured security {self.security_bits():.0f} bits = min({self.num_queries} queries x "
+            f"log2({self.blowup}) = {q:.0f} + {self.grinding_bits} grinding bits, field cap "
+            f"{FIELD_BITS - 64} bits); this is the conjectured (not the proven) FRI soundness bound"
+        )
+
+    def fingerprint(self) -> str:
+        return f"b{self.blowup}/q{self.num_queries}/g{self.grinding_bits}/f{self.fri_final_degree}/{self.hash}"

@@ -1,0 +1,45 @@
+"""Round 3: out-of-domain evaluations.
+
+Draw ``z`` in the extension field; evaluate every trace column at ``z`` and at ``z * w`` (the
+next row) and every composition part at ``z``; absorb them.
+
+Keeps: the evaluations (DEEP, proof). Drops: the trace and part coefficients.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, UInt64
+
+from jaxstark.field import extension as fext
+from jaxstark.field import goldilocks as gl
+from jaxstark.poly import _evaluate
+from jaxstark.transcript import Transcript
+
+__all__ = ["OutOfDomain", "out_of_domain"]
+
+
+class OutOfDomain(eqx.Module):
+    z: UInt64[Array, " 3"]
+    trace_z: UInt64[Array, " c 3"]
+    trace_zg: UInt64[Array, " c 3"]
+    parts_z: UInt64[Array, " P 3"]
+
+
+@functools.partial(jax.jit, static_argnames="log_n")
+def out_of_domain(
+    trace_coeffs: UInt64[Array, " n c"], parts_coeffs: UInt64[Array, " n P 3"], tr: Transcript, *, log_n: int
+) -> tuple[OutOfDomain, Transcript]:
+    tr, z = tr.challenge_ext("ood point")
+    g = jnp.asarray(np.uint64(gl.root_of_unity(log_n)))
+    zg = fext._mul_base(z, g)
+    trace_z = _evaluate(trace_coeffs, z, False)
+    trace_zg = _evaluate(trace_coeffs, zg, False)
+    parts_z = _evaluate(parts_coeffs, z, True)
+    tr = tr.absorb_ext("ood trace z", trace_z).absorb_ext("ood trace zg", trace_zg).absorb_ext("ood parts z", parts_z)
+    return OutOfDomain(z, trace_z, trace_zg, parts_z), tr

@@ -1,0 +1,67 @@
+"""Round 5: grinding, query sampling and openings.
+
+Search a proof-of-work nonce (``config.grinding_bits`` zero bits, see
+:meth:`Transcript.grind`), absorb it, draw ``num_queries`` positions in the LDE domain, and open
+at each position ``t``: the trace row ``t``, the composition-part row ``t``, and in FRI layer
+``k`` the leaf ``t mod (L / 2^(k+1))`` -- each with its Merkle path.
+
+Keeps: only the openings, which go into the proof. Drops: every LDE and tree.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import equinox as eqx
+import jax
+import numpy as np
+from jaxtyping import Array, UInt8, UInt32, UInt64
+
+from jaxstark.merkle import _path_indices
+from jaxstark.rounds.r1_trace_commit import TraceCommitment
+from jaxstark.rounds.r2_composition import Composition
+from jaxstark.rounds.r4_deep_fri import FriCommitment
+from jaxstark.transcript import Transcript
+
+__all__ = ["Openings", "queries"]
+
+
+class Openings(eqx.Module):
+    nonce: UInt64[Array, ""]
+    indices: UInt32[Array, " q"]
+    trace_rows: UInt64[Array, " q c"]
+    trace_paths: UInt8[Array, " q logL 32"]
+    parts_rows: UInt64[Array, " q P3"]
+    parts_paths: UInt8[Array, " q logL 32"]
+    fri_rows: tuple[UInt64[Array, " q 6"], ...]
+    fri_paths: tuple[UInt8[Array, " q logh 32"], ...]
+
+
+def _open(nodes: Array, matrix: Array, idx: Array) -> tuple[Array, Array]:
+    log_n = matrix.shape[0].bit_length() - 1
+    return matrix.reshape(matrix.shape[0], -1)[idx], nodes[_path_indices(idx, log_n)]
+
+
+@functools.partial(jax.jit, static_argnames=("grinding_bits", "num_queries", "log_size"))
+def queries(
+    trace: TraceCommitment,
+    comp: Composition,
+    fri: FriCommitment,
+    tr: Transcript,
+    *,
+    grinding_bits: int,
+    num_queries: int,
+    log_size: int,
+) -> tuple[Openings, Transcript]:
+    nonce = tr.grind(grinding_bits)
+    tr = tr.absorb_base("pow nonce", nonce[None])
+    tr, idx = tr.query_indices("fri queries", num_queries, 1 << log_size)
+    t_rows, t_paths = _open(trace.nodes, trace.lde, idx)
+    p_rows, p_paths = _open(comp.nodes, comp.parts_lde, idx)
+    f_rows, f_paths = [], []
+    for leaves, nodes in zip(fri.leaves, fri.nodes, strict=True):
+        pos = idx & np.uint32(leaves.shape[0] - 1)
+        r, p = _open(nodes, leaves, pos)
+        f_rows.append(r)
+        f_paths.append(p)
+    return Openings(nonce, idx, t_rows, t_paths, p_rows, p_paths, tuple(f_rows), tuple(f_paths)), tr

@@ -1,0 +1,169 @@
+"""End-to-end: prove and verify the example AIRs; the verifier's negative menu."""
+
+import chex
+import equinox as eqx
+import numpy as np
+import pytest
+
+import jaxstark as js
+from jaxstark.examples import EXAMPLES
+from jaxstark.rounds.r1_trace_commit import trace_commit
+from jaxstark.rounds.r2_composition import composition
+from jaxstark.rounds.r4_deep_fri import deep_fri
+
+CASES = [  # every example, every hash, blowups 2/4/8, 2^3 ... 2^16 rows (kept small: each case compiles)
+    ("fibonacci", 3, 2, "keccak256"),
+    ("fibonacci", 5, 8, "blake3"),
+    ("fibonacci", 16, 2, "blake3"),
+    ("alu", 3, 2, "poseidon2"),
+    ("alu", 8, 4, "blake3"),
+    ("wide", 3, 2, "blake3"),
+]
+
+
+def small_config(blowup=2, hash="blake3", queries=12):
+    return js.StarkConfig(blowup=blowup, num_queries=queries, grinding_bits=4, fri_final_degree=4, hash=hash)
+
+
+@pytest.mark.parametrize("name, log_n, blowup, hash", CASES, ids=[f"{c[0]}-2^{c[1]}-b{c[2]}-{c[3]}" for c in CASES])
+def test_examples_prove_and_verify(name, log_n, blowup, hash):
+    air, trace, public = EXAMPLES[name](log_n)
+    cfg = small_config(blowup, hash)
+    proof = js.prove(air, trace, public, cfg, debug=True)
+    n, c, q, parts = 1 << log_n, air.width, cfg.num_queries, air.composition_parts
+    log_l = log_n + cfg.log_blowup
+    chex.assert_shape(
+        [proof.trace_root, proof.trace_z, proof.parts_z, proof.trace_rows, proof.trace_paths, proof.parts_rows],
+        [(32,), (c, 3), (parts, 3), (q, c), (q, log_l, 32), (q, 3 * parts)],
+    )
+    for k, (rows, paths) in enumerate(zip(proof.fri_rows, proof.fri_paths, strict=True)):
+        chex.assert_shape([rows, paths], [(q, 6), (q, log_l - 1 - k, 32)])
+    assert proof.fri_final.shape[0] <= cfg.fri_final_degree and proof.fri_final.shape[0] * 2 ** len(proof.fri_rows) == n
+    assert js.verify(air, proof, public, cfg)
+    data = proof.to_bytes()
+    assert js.verify(air, data, public, cfg)
+    assert js.Proof.from_bytes(data).to_bytes() == data
+
+
+# --- the negative menu ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fib():
+    air, trace, public = EXAMPLES["fibonacci"](6)
+    cfg = small_config(4, "blake3", queries=16)
+    return air, trace, public, cfg, js.prove(air, trace, public, cfg)
+
+
+def reject_code(air, proof, public, cfg) -> str:
+    with pytest.raises(js.InvalidProof) as info:
+        js.verify(air, proof, public, cfg)
+    return info.value.code
+
+
+def test_changed_trace_value_is_rejected(fib):
+    air, trace, public, cfg, _ = fib
+    bad = trace.at[5, 1].set(trace[5, 1] + np.uint64(1))
+    with pytest.warns(UserWarning, match="does not satisfy the AIR"):
+        proof = js.prove(air, bad, public, cfg)  # no debug check: a proof comes out
+    assert reject_code(air, proof, public, cfg) == "ood"
+
+
+def test_debug_mode_names_constraint_and_row(fib):
+    air, trace, public, cfg, _ = fib
+    bad = trace.at[5, 1].set(trace[5, 1] + np.uint64(1))
+    with pytest.raises(js.AirViolation, match="transition constraint 0 fails at row 5"):
+        js.prove(air, bad, public, cfg, debug=True)
+    with pytest.raises(js.AirViolation, match="boundary constraint 2 fails"):
+        js.prove(air, trace, (public[0] + 1,), cfg, debug=True)
+
+
+def test_changed_public_input_is_rejected(fib):
+    air, _, public, cfg, proof = fib
+    assert reject_code(air, proof, (public[0] + 1,), cfg) == "ood"
+    assert reject_code(air, proof, (), cfg) == "public-inputs"
+
+
+def test_other_air_and_other_config_are_rejected(fib):
+    air, _, public, cfg, proof = fib
+    alu, _, _ = EXAMPLES["alu"](6)
+    assert reject_code(alu, proof, (), cfg) == "wrong-air"
+    assert reject_code(air, proof, public, small_config(4, "blake3", queries=17)) == "wrong-config"
+    assert reject_code(air, proof, public, small_config(4, "keccak256", queries=16)) == "wrong-config"
+
+
+def test_truncated_proof_is_rejected(fib):
+    air, _, public, cfg, proof = fib
+    data = proof.to_bytes()
+    for cut in (0, 5, 100, len(data) // 2, len(data) - 1):
+        with pytest.raises(js.ProofFormatError):
+            js.verify(air, data[:cut], public, cfg)
+    with pytest.raises(js.ProofFormatError, match="trailing"):
+        js.verify(air, data + b"\x00", public, cfg)
+
+
+def test_bit_flips_anywhere_are_rejected(fib):
+    """>= 200 random single-bit flips of the serialized proof: each is rejected, none crashes."""
+    air, _, public, cfg, proof = fib
+    data = bytearray(proof.to_bytes())
+    rng = np.random.default_rng(7)
+    positions = rng.choice(len(data) * 8, size=220, replace=False)
+    codes = {}
+    for bit in positions:
+        flipped = bytearray(data)
+        flipped[bit // 8] ^= 1 << (bit % 8)
+        with pytest.raises(js.InvalidProof) as info:
+            js.verify(air, bytes(flipped), public, cfg)
+        codes[info.value.code] = codes.get(info.value.code, 0) + 1
+    assert sum(codes.values()) == 220
+    assert len(codes) >= 4, codes  # flips land in different parts and fail different checks
+
+
+def test_proofs_are_deterministic_and_rounds_do_not_retrace(fib):
+    air, trace, public, cfg, proof = fib
+    sizes = [f._cache_size() for f in (trace_commit, composition, deep_fri)]
+    again = js.prove(air, trace, public, cfg)
+    assert again.to_bytes() == proof.to_bytes()
+    assert [f._cache_size() for f in (trace_commit, composition, deep_fri)] == sizes
+
+
+def test_size_breakdown_adds_up(fib):
+    *_, proof = fib
+    parts = proof.size_breakdown()
+    assert sum(parts.values()) == len(proof.to_bytes())
+    assert parts["trace paths"] > 0 and parts["FRI layer paths"] > 0
+
+
+def test_bad_prover_inputs_are_named():
+    air, trace, public = EXAMPLES["fibonacci"](3)
+    cfg = small_config()
+    with pytest.raises(js.ShapeError, match=r"trace must have shape \(rows, 2\)"):
+        js.prove(air, trace[:, :1], public, cfg)
+    with pytest.raises(js.ShapeError, match="power of two"):
+        js.prove(air, trace[:6], public, cfg)
+    with pytest.raises(ValueError, match="takes 1 public input"):
+        js.prove(air, trace, (), cfg)
+
+    class Quartic(js.AIR):
+        width: int = eqx.field(static=True, default=1)
+
+        def constraint_degrees(self):
+            return (4,)
+
+        def transition(self, cur, nxt, periodic, public):
+            return [cur[0] ** 4 - cur[0] ** 4]
+
+    with pytest.raises(ValueError, match="blowup 2 supports at most degree 3"):
+        js.prove(Quartic(), trace[:, :1], (), js.StarkConfig(blowup=2, num_queries=4))
+
+
+def test_config_validation_and_security_report():
+    with pytest.raises(ValueError, match="blowup must be a power of two"):
+        js.StarkConfig(blowup=3)
+    with pytest.raises(ValueError, match="num_queries"):
+        js.StarkConfig(num_queries=0)
+    with pytest.raises(ValueError, match="hash must be one of"):
+        js.StarkConfig(hash="sha256")
+    cfg = js.StarkConfig(blowup=4, num_queries=40, grinding_bits=16)
+    assert cfg.security_bits() == 96
+    assert "conjectured" in cfg.security_report()
