@@ -15,6 +15,7 @@ to all of them.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Sequence
 
@@ -54,7 +55,10 @@ def public_array(air: AIR, public_inputs: Sequence[int]) -> jax.Array:
     return jnp.asarray(np.array([int(v) for v in public_inputs], dtype=np.uint64).reshape(-1))
 
 
+@functools.partial(jax.jit, static_argnames=("air", "config", "log_n"))
 def initial_transcript(air: AIR, config: StarkConfig, log_n: int, public: jax.Array) -> Transcript:
+    """The transcript every proof starts from: protocol label, AIR and config fingerprints (hashed),
+    trace shape, public inputs."""
     h = get_hash(config.hash)
     tr = Transcript.new(PROTOCOL, config.hash)
     for label, text in (("air", air.fingerprint()), ("config", config.fingerprint())):
@@ -132,8 +136,7 @@ def prove(
 
     domain = make_domain(log_n, config.blowup)
     tr = initial_transcript(air, config, log_n, public)
-    r1 = trace_commit(trace, domain, hash_name=config.hash)
-    tr = tr.absorb_digest("trace root", r1.root)
+    r1, tr = trace_commit(trace, domain, tr, hash_name=config.hash)
     comp, tr = composition(air, domain, r1.lde, public, tr, hash_name=config.hash)
     if bool(comp.excess):
         message = (

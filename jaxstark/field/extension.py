@@ -160,8 +160,8 @@ def inv(a: Ext) -> Ext:
 
 @checked(1, ext=(True,))
 def batch_inv(a: Ext) -> Ext:
-    """Inverse of every element with one base-field inversion for the whole array (norms are
-    inverted with Montgomery's trick); zeros map to zero."""
+    """Inverse of every element: the norms (base field) are inverted with Montgomery's trick;
+    zeros map to zero."""
     return _batch_inv(a)
 
 

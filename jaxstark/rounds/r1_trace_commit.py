@@ -1,7 +1,7 @@
 """Round 1: commit to the main trace.
 
 Interpolate every column over the size-n subgroup (coefficients), evaluate on the LDE coset,
-and build the Merkle tree over the LDE rows.
+and build the Merkle tree over the LDE rows; absorb its root.
 
 Keeps for later rounds: the LDE (composition, DEEP, openings), the coefficients (out-of-domain
 evaluation) and the tree (openings). Drops: the trace itself.
@@ -19,6 +19,7 @@ from jaxstark.lde import _evaluate_core
 from jaxstark.merkle import _build
 from jaxstark.ntt import _intt_core
 from jaxstark.rounds.domain import Domain
+from jaxstark.transcript import Transcript
 
 __all__ = ["TraceCommitment", "trace_commit"]
 
@@ -34,7 +35,10 @@ class TraceCommitment(eqx.Module):
 
 
 @functools.partial(jax.jit, static_argnames="hash_name")
-def trace_commit(trace: UInt64[Array, " n c"], domain: Domain, *, hash_name: str) -> TraceCommitment:
+def trace_commit(
+    trace: UInt64[Array, " n c"], domain: Domain, tr: Transcript, *, hash_name: str
+) -> tuple[TraceCommitment, Transcript]:
     coeffs = _intt_core(trace, domain.lde.ntt)
     lde = _evaluate_core(coeffs, domain.lde)
-    return TraceCommitment(lde, coeffs, _build(lde, hash_name))
+    nodes = _build(lde, hash_name)
+    return TraceCommitment(lde, coeffs, nodes), tr.absorb_digest("trace root", nodes[1])
