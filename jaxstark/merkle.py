@@ -150,7 +150,9 @@ def _verify(hash_name: str, log_n: int, root: Array, indices: Array, rows: Array
         right = (((idx >> k.astype(jnp.uint32)) & np.uint32(1)) == np.uint32(1))[:, None]
         return h._compress(jnp.where(right, sib, node), jnp.where(right, node, sib))
 
-    node = jax.lax.fori_loop(0, log_n, climb, h._hash_rows(rows))
+    node = h._hash_rows(rows)
+    if log_n:
+        node = jax.lax.fori_loop(0, log_n, climb, node)
     in_range = idx < np.uint32(1 << log_n)
     return jnp.all(node == root[None, :], axis=-1) & in_range
 

@@ -46,24 +46,15 @@ def test_x64_is_on_in_a_fresh_process_after_import():
 def test_public_surface_is_pinned():
     assert sorted(jaxstark.__all__) == sorted(
         [
-            "errors",
-            "field",
-            "gl",
-            "ext",
-            "ntt",
-            "lde",
-            "poly",
-            "hash",
-            "merkle",
-            "transcript",
-            "Transcript",
-            "JaxstarkError",
-            "NonCanonicalError",
-            "FieldDtypeError",
-            "ShapeError",
-            "X64DisabledError",
+            # modules
+            "errors", "field", "gl", "ext", "ntt", "lde", "poly", "hash", "merkle", "transcript",
+            # proving
+            "AIR", "Val", "StarkConfig", "Proof", "prove", "verify", "Transcript",
+            # errors
+            "JaxstarkError", "NonCanonicalError", "FieldDtypeError", "ShapeError", "X64DisabledError",
+            "AirViolation", "InvalidProof", "ProofFormatError",
         ]
-    )
+    )  # fmt: skip
     for name in jaxstark.__all__:
         assert hasattr(jaxstark, name), name
 
