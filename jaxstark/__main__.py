@@ -1,8 +1,8 @@
-"""``python -m jaxstark``: the main job.
+"""``python -m jaxstark``: the main job -- prove and verify an example AIR (CPU by default).
 
-Today: a coset low-degree extension of a random trace on the CPU (``--device gpu`` for the
-accelerator), timed, with a handful of output rows checked against direct evaluation of the
-interpolating polynomials, and a short report.
+Prints the shape, the security level, compile and run times of proving and verifying, and the
+proof's size by part. Exit code 0 when the proof verifies, 1 when it is rejected, 2 on bad
+arguments.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ import sys
 import time
 
 import jax
-import numpy as np
 
-from jaxstark import gl, lde, ntt, poly
+import jaxstark as js
 from jaxstark.errors import JaxstarkError
+from jaxstark.examples import EXAMPLES
+from jaxstark.hash import HASHES
 
 
 def _device(kind: str) -> jax.Device:
@@ -30,58 +31,59 @@ def _device(kind: str) -> jax.Device:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m jaxstark",
-        description="Low-degree-extend a random trace and check it (CPU by default).",
+        description="Prove and verify an example AIR (CPU by default) and report times and proof size.",
     )
-    ap.add_argument("--log-rows", type=int, default=14, help="trace height is 2^LOG_ROWS (default 14)")
-    ap.add_argument("--cols", type=int, default=16, help="trace width (default 16)")
+    ap.add_argument("--example", choices=sorted(EXAMPLES), default="fibonacci")
+    ap.add_argument("--log-rows", type=int, default=10, help="trace height is 2^LOG_ROWS (default 10)")
     ap.add_argument("--blowup", type=int, default=4, help="LDE blowup, a power of two >= 2 (default 4)")
+    ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--grinding", type=int, default=16, help="proof-of-work bits (default 16)")
+    ap.add_argument("--hash", choices=sorted(HASHES), default="blake3")
     ap.add_argument("--device", choices=["cpu", "gpu", "default"], default="cpu")
-    ap.add_argument("--checks", type=int, default=8, help="LDE rows checked by direct evaluation")
-    ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    if not 0 <= args.log_rows <= 30:
-        ap.error("--log-rows must be in [0, 30]")
-    if args.cols < 1:
-        ap.error("--cols must be >= 1")
-
+    if not 1 <= args.log_rows <= 26:
+        ap.error("--log-rows must be in [1, 26]")
     try:
-        return _run(args)
+        config = js.StarkConfig(
+            blowup=args.blowup, num_queries=args.queries, grinding_bits=args.grinding, hash=args.hash
+        )
+    except ValueError as exc:
+        ap.error(str(exc))
+    try:
+        return _run(args, config)
     except JaxstarkError as exc:
         print(f"jaxstark: error: {exc}", file=sys.stderr)
         return 2
 
 
-def _run(args: argparse.Namespace) -> int:
+def _timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t
+
+
+def _run(args: argparse.Namespace, config: js.StarkConfig) -> int:
     dev = _device(args.device)
-    n, c, b = 1 << args.log_rows, args.cols, args.blowup
     with jax.default_device(dev):
-        trace = gl.random(jax.random.PRNGKey(args.seed), (n, c))
-        tables = lde.lde_tables(args.log_rows, b)
-        t0 = time.perf_counter()
-        compiled = lde._lde_jit.lower(trace, tables).compile()
-        t1 = time.perf_counter()
-        out = compiled(trace, tables).block_until_ready()
-        t2 = time.perf_counter()
-        out = compiled(trace, tables).block_until_ready()
-        t3 = time.perf_counter()
-
-        coeffs = ntt.intt(trace, tables.ntt)
-        rng = np.random.default_rng(args.seed)
-        rows = sorted(set(rng.integers(0, n * b, size=args.checks).tolist()) | {0, n * b - 1})
-        w_l = gl.root_of_unity(args.log_rows + b.bit_length() - 1)
-        for r in rows:
-            x = np.uint64(lde.DEFAULT_OFFSET * pow(w_l, r, gl.P) % gl.P)
-            if not np.array_equal(np.asarray(poly.evaluate(coeffs, x)), np.asarray(out[r])):
-                print(f"FAILED: LDE row {r} differs from the interpolant at offset*w^{r}", file=sys.stderr)
-                return 1
-
-    data = n * c * 8
-    print(f"jaxstark coset LDE on {dev.platform}:{dev.id} ({dev.device_kind})")
-    print(f"  trace      2^{args.log_rows} x {c} ({data / 2**20:.1f} MiB) -> {n * b} x {c} at blowup {b}, offset 3")
-    print(f"  compile    {1e3 * (t1 - t0):9.1f} ms")
-    print(f"  first run  {1e3 * (t2 - t1):9.1f} ms")
-    print(f"  run        {1e3 * (t3 - t2):9.1f} ms   ({n * b * c * 8 / (t3 - t2) / 1e9:.2f} GB/s of output)")
-    print(f"  checked    {len(rows)} rows against direct evaluation of the interpolant: OK")
+        air, trace, public = EXAMPLES[args.example](args.log_rows)
+        proof, first = _timed(lambda: js.prove(air, trace, public, config))
+        proof, again = _timed(lambda: js.prove(air, trace, public, config))
+    data = proof.to_bytes()
+    try:
+        _, vfirst = _timed(lambda: js.verify(air, data, public, config))
+        _, vagain = _timed(lambda: js.verify(air, data, public, config))
+    except js.InvalidProof as exc:
+        print(f"jaxstark: the proof was REJECTED: {exc}", file=sys.stderr)
+        return 1
+    print(f"jaxstark: {air.name} on {dev.platform}:{dev.id} ({dev.device_kind})")
+    print(f"  trace      2^{args.log_rows} rows x {air.width} columns, blowup {config.blowup}, hash {config.hash}")
+    print(f"  security   {config.security_report()}")
+    print(f"  prove      {1e3 * again:9.1f} ms  (first call {first:.1f} s, including compilation)")
+    print(f"  verify     {1e3 * vagain:9.1f} ms  (first call {vfirst:.1f} s, including compilation)")
+    print(f"  proof      {len(data) / 1024:.1f} KiB:")
+    for part, size in proof.size_breakdown().items():
+        print(f"    {part:28} {size:9d} B")
+    print("  verified   OK")
     return 0
 
 

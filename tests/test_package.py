@@ -66,14 +66,14 @@ def test_layout_reads_like_the_architecture():
 
 def test_main_job_runs_and_checks_itself():
     out = subprocess.run(
-        [sys.executable, "-m", "jaxstark", "--log-rows", "8", "--cols", "3", "--blowup", "2"],
+        [sys.executable, "-m", "jaxstark", "--log-rows", "4", "--blowup", "2", "--queries", "8", "--grinding", "2"],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=300,
     )
     assert out.returncode == 0, out.stderr
-    assert "checked" in out.stdout and "OK" in out.stdout
+    assert "verified   OK" in out.stdout and "trace paths" in out.stdout
 
 
 def test_main_job_rejects_bad_arguments():
