@@ -167,3 +167,43 @@ def test_config_validation_and_security_report():
     cfg = js.StarkConfig(blowup=4, num_queries=40, grinding_bits=16)
     assert cfg.security_bits() == 96
     assert "conjectured" in cfg.security_report()
+
+
+class Stepper(js.AIR):
+    """x[i+1] = x[i] + k[i mod 4] * y[i], y constant: exercises periodic columns."""
+
+    width: int = eqx.field(static=True, default=2)
+
+    def constraint_degrees(self):
+        return (2, 1)
+
+    def transition(self, cur, nxt, periodic, public):
+        return [nxt[0] - (cur[0] + periodic[0] * cur[1]), nxt[1] - cur[1]]
+
+    def boundary(self, public):
+        return [(0, 0, 5)]
+
+    def periodic_columns(self):
+        return [[3, 1, 4, 1]]
+
+
+def stepper_trace(log_n, y=7):
+    from jaxstark import gl
+
+    x, rows = 5, []
+    for i in range(1 << log_n):
+        rows.append([x, y])
+        x = (x + [3, 1, 4, 1][i % 4] * y) % gl.P
+    return gl.from_int(rows)
+
+
+def test_periodic_columns_prove_verify_and_are_enforced():
+    air, cfg = Stepper(), small_config(2, "blake3")
+    trace = stepper_trace(5)
+    assert js.verify(air, js.prove(air, trace, (), cfg, debug=True), (), cfg)
+    bad = trace.at[3, 0].set(trace[3, 0] + np.uint64(1))
+    with pytest.raises(js.AirViolation, match="transition constraint 0 fails at row 2"):
+        js.prove(air, bad, (), cfg, debug=True)
+    with pytest.warns(UserWarning):
+        proof = js.prove(air, bad, (), cfg)
+    assert reject_code(air, proof, (), cfg) == "ood"
