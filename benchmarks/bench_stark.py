@@ -1,7 +1,7 @@
 """Prove and verify the example AIRs end to end.
 
     python benchmarks/bench_stark.py                       # 2^16 and 2^20 rows (ALU also 2^22), b2 and b4
-    python benchmarks/bench_stark.py --sizes 4 --alu-sizes '' --blowups 2 --quick   # a smoke test
+    python benchmarks/bench_stark.py --sizes 3 --alu-sizes '' --blowups 2 --examples fibonacci --quick  # smoke
 
 For each case: the first prove (compile + run), then the median of ``--repeats`` further proves
 (run only); "compile" is their difference. The same for verify (host CPU). Every proof is
@@ -24,10 +24,12 @@ from jaxstark.examples import EXAMPLES
 CONFIG = dict(num_queries=40, grinding_bits=16, fri_final_degree=8, hash="blake3")
 
 
-def cases(sizes: list[int], alu_sizes: list[int], blowups: list[int]) -> list[tuple[str, int, int]]:
+def cases(
+    sizes: list[int], alu_sizes: list[int], blowups: list[int], examples: list[str]
+) -> list[tuple[str, int, int]]:
     out = []
     for blowup in blowups:
-        for name in ("fibonacci", "alu", "wide"):
+        for name in examples:
             out += [(name, log_n, blowup) for log_n in sizes + (alu_sizes if name == "alu" else [])]
     return out
 
@@ -43,12 +45,16 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="16,20", help="comma-separated log2 row counts")
     ap.add_argument("--alu-sizes", default="22", help="extra sizes for the ALU example ('' for none)")
     ap.add_argument("--blowups", default="2,4")
+    ap.add_argument("--examples", default="fibonacci,alu,wide")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="4 queries, no grinding (smoke test)")
     ap.add_argument("--json", type=Path, default=Path(__file__).parent / "out" / "stark.json")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     alu_sizes = [int(s) for s in args.alu_sizes.split(",") if s]
+    unknown = sorted(set(args.examples.split(",")) - set(EXAMPLES))
+    if unknown:
+        ap.error(f"unknown example(s) {unknown}; choose from {sorted(EXAMPLES)}")
     blowups = [int(b) for b in args.blowups.split(",")]
     cfg_kw = dict(CONFIG, num_queries=4, grinding_bits=0) if args.quick else CONFIG
     rows = []
@@ -60,7 +66,7 @@ def main(argv=None) -> int:
         ("verify_ms", "verify ms", ".1f"),
         ("proof_kib", "proof KiB", ".1f"),
     ]
-    for name, log_n, blowup in cases(sizes, alu_sizes, blowups):
+    for name, log_n, blowup in cases(sizes, alu_sizes, blowups, [e for e in args.examples.split(",") if e]):
         cfg = js.StarkConfig(blowup=blowup, **cfg_kw)
         air, trace, public = EXAMPLES[name](log_n)
         trace = jax.block_until_ready(trace)

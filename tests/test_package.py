@@ -118,3 +118,11 @@ def test_merkle_benchmark_quick_mode_runs(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("cpu-exact") == 12 and (tmp_path / "m.json").exists()
+
+
+def test_stark_benchmark_quick_mode_runs(tmp_path):
+    cmd = [sys.executable, "benchmarks/bench_stark.py", "--sizes", "3", "--alu-sizes", "", "--blowups", "2"]
+    cmd += ["--examples", "fibonacci", "--quick", "--repeats", "1", "--json", str(tmp_path / "s.json")]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "fibonacci 2^3 x 2 b2" in out.stdout and (tmp_path / "s.json").exists()
