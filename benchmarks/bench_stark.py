@@ -21,7 +21,7 @@ from common import median, report
 import jaxstark as js
 from jaxstark.examples import EXAMPLES
 
-CONFIG = dict(num_queries=40, grinding_bits=16, fri_final_degree=8, hash="blake3")
+CONFIG = dict(num_queries=40, grinding_bits=16, fri_final_degree=64, hash="blake3")
 
 
 def cases(

@@ -28,7 +28,7 @@ class StarkConfig(eqx.Module):
     blowup: int = eqx.field(static=True, default=4)
     num_queries: int = eqx.field(static=True, default=40)
     grinding_bits: int = eqx.field(static=True, default=16)
-    fri_final_degree: int = eqx.field(static=True, default=8)
+    fri_final_degree: int = eqx.field(static=True, default=64)
     hash: str = eqx.field(static=True, default="blake3")
 
     def __check_init__(self) -> None:

@@ -13,9 +13,9 @@ Construction (a duplex over the hash's 2-to-1 compression ``C``, any of the comm
 * absorbing data then chains ``state = C(state, block)`` over its 32-byte blocks (digests as
   they are; field elements as 8 little-endian bytes each, zero-padded to whole blocks -- the
   count in the tag fixes the length);
-* squeezing ``k`` blocks returns ``C(state, ctr_j)`` for ``j < k`` (``ctr_j`` a distinct
-  counter block), after the tag has moved the state on; outputs never feed back except
-  through the next tag, and no output block equals a state update (different block kinds);
+* squeezing ``k`` blocks returns ``C(state, ctr_j)`` for ``j < k`` while the state moves on to
+  ``C(state, tag)`` -- one batched compression; a counter block carries its own kind byte, the
+  label and ``j``, so no output is ever a state and outputs feed back only through later tags;
 * ``fork(i)`` gives a child whose state is ``C(state, tag(FORK, i))``: tables and row chunks
   get independent transcripts, and ``i`` may be traced (``vmap`` over forks).
 
@@ -135,11 +135,14 @@ class Transcript(eqx.Module):
         return dataclasses.replace(self, state=state)._logged(label, kind, logged)
 
     def _squeeze(self, kind: str, label: str, count: int, n_blocks: int) -> tuple[Transcript, Array]:
+        """One batched compression from the current state: of the tag (the next state) and of
+        ``n_blocks`` counter blocks carrying the same label (the outputs)."""
         _check_label(label)
-        t = self._absorb_tag(kind, label, count)
-        counters = _tag("counter", "", jnp.arange(n_blocks, dtype=jnp.uint64))
-        out = t._compress(jnp.broadcast_to(t.state, (n_blocks, DIGEST_BYTES)), counters)
-        return t, out
+        blocks = jnp.concatenate(
+            [_tag(kind, label, count)[None], _tag("counter", label, jnp.arange(n_blocks, dtype=jnp.uint64))]
+        )
+        out = self._compress(jnp.broadcast_to(self.state, (n_blocks + 1, DIGEST_BYTES)), blocks)
+        return dataclasses.replace(self, state=out[0]), out[1:]
 
     # -- absorbing ------------------------------------------------------------------------------
 
