@@ -29,12 +29,14 @@ values at the out-of-domain point. Example::
 from __future__ import annotations
 
 import abc
+import hashlib
 from collections.abc import Sequence
 
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from jaxstark.errors import ShapeError
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
 
@@ -172,6 +174,35 @@ class AIR(eqx.Module):
         """Number of degree-< n pieces the composition polynomial is split into."""
         return max(1, self.max_degree - 1)
 
+    def check_height(self, log_n: int) -> None:
+        """Raise :class:`~jaxstark.errors.ShapeError` if a trace of ``2^log_n`` rows cannot carry
+        this AIR: a periodic column longer than the trace or not a power of two long, or a
+        boundary row outside ``[-n, n)``."""
+        n = 1 << log_n
+        for i, col in enumerate(self.periodic_columns()):
+            m = len(col)
+            if m < 1 or m & (m - 1) or m > n:
+                raise ShapeError(
+                    f"{self.name}: periodic column {i} has length {m}; it must be a power of two no longer than the "
+                    f"trace ({n} rows)"
+                )
+        for j, (col, row, _) in enumerate(self.boundary([Val.const(0)] * self.num_public_inputs)):
+            if not 0 <= col < self.width or not -n <= row < n:
+                raise ShapeError(
+                    f"{self.name}: boundary constraint {j} is at column {col}, row {row}, outside a {n} x "
+                    f"{self.width} trace"
+                )
+
     def fingerprint(self) -> str:
-        """A string binding the AIR's identity and shape into the transcript."""
-        return f"{self.name}/w{self.width}/d{','.join(map(str, self.constraint_degrees()))}"
+        """A string binding the AIR's identity into the transcript and the proof: name, width,
+        degrees, and a digest of its boundary positions (and constant values), periodic columns,
+        public-input count and row-locality. (The constraint function itself is code; the
+        verifier evaluates its own copy.)"""
+        boundary = [
+            (col, row, int(v) if isinstance(v, (int, np.integer)) else "public")
+            for col, row, v in self.boundary([Val.const(0)] * self.num_public_inputs)
+        ]
+        periodic = [[int(v) % P for v in col] for col in self.periodic_columns()]
+        extra = repr((boundary, periodic, self.num_public_inputs, self.row_local)).encode()
+        digest = hashlib.sha256(extra).hexdigest()[:16]
+        return f"{self.name}/w{self.width}/d{','.join(map(str, self.constraint_degrees()))}/{digest}"

@@ -153,7 +153,7 @@ def _verify(hash_name: str, log_n: int, root: Array, indices: Array, rows: Array
     node = h._hash_rows(rows)
     if log_n:
         node = jax.lax.fori_loop(0, log_n, climb, node)
-    in_range = idx < np.uint32(1 << log_n)
+    in_range = idx.astype(jnp.uint64) < np.uint64(1 << log_n)
     return jnp.all(node == root[None, :], axis=-1) & in_range
 
 

@@ -130,6 +130,9 @@ def prove(
             f"{air.name} has constraints of degree {air.max_degree}; blowup {config.blowup} supports at most "
             f"degree {config.blowup + 1}"
         )
+    if log_n + config.log_blowup > 31:
+        raise ShapeError(f"prove: an LDE of 2^{log_n} rows at blowup {config.blowup} exceeds 2^31 rows")
+    air.check_height(log_n)
     public = public_array(air, public_inputs)
     if debug:
         check_trace(air, trace, public_inputs)

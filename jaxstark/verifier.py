@@ -27,7 +27,7 @@ import numpy as np
 
 from jaxstark.air import AIR, Val
 from jaxstark.config import StarkConfig
-from jaxstark.errors import InvalidProof, JaxstarkError
+from jaxstark.errors import InvalidProof, JaxstarkError, ShapeError
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
 from jaxstark.lde import DEFAULT_OFFSET
@@ -49,7 +49,7 @@ def _reject(code: str, message: str):
     raise InvalidProof(code, message)
 
 
-def _expect(proof: Proof, name: str, value, shape: tuple, dtype) -> np.ndarray:
+def _expect(name: str, value, shape: tuple, dtype) -> np.ndarray:
     a = np.asarray(value)
     if a.dtype != dtype or a.shape != shape:
         _reject("malformed", f"{name} has {a.dtype}{a.shape}, expected {np.dtype(dtype)}{shape}")
@@ -59,18 +59,30 @@ def _expect(proof: Proof, name: str, value, shape: tuple, dtype) -> np.ndarray:
 
 
 def verify(
-    air: AIR, proof: Proof | bytes, public_inputs: Sequence[int] = (), config: StarkConfig | None = None
+    air: AIR,
+    proof: Proof | bytes,
+    public_inputs: Sequence[int] = (),
+    config: StarkConfig | None = None,
+    *,
+    log_n: int | None = None,
 ) -> bool:
     """Return True if ``proof`` is valid for ``air``, ``public_inputs`` and ``config``; otherwise
-    raise :class:`InvalidProof` (``.code`` says which check failed)."""
+    raise :class:`InvalidProof` (``.code`` says which check failed).
+
+    The trace height is the prover's choice and bound into the transcript; pass ``log_n`` when
+    the statement fixes it (a proof of another height is then rejected with ``wrong-height``)."""
     config = config or StarkConfig()
+    if not isinstance(air, AIR):
+        raise TypeError(f"verify: air must be an AIR instance, got {type(air).__name__}")
+    if not isinstance(config, StarkConfig):
+        raise TypeError(f"verify: config must be a StarkConfig, got {type(config).__name__}")
     try:
         if isinstance(proof, (bytes, bytearray, memoryview)):
             proof = Proof.from_bytes(proof)
         if not isinstance(proof, Proof):
             _reject("malformed", f"expected a Proof or its bytes, got {type(proof).__name__}")
         with jax.default_device(jax.devices("cpu")[0]):
-            _verify(air, proof, public_inputs, config)
+            _verify(air, proof, public_inputs, config, log_n)
     except JaxstarkError:
         raise
     except (ValueError, TypeError, IndexError, OverflowError, KeyError) as exc:
@@ -78,7 +90,7 @@ def verify(
     return True
 
 
-def _verify(air: AIR, proof: Proof, public_inputs: Sequence[int], config: StarkConfig) -> None:
+def _verify(air: AIR, proof: Proof, public_inputs: Sequence[int], config: StarkConfig, expected_log_n) -> None:
     # -- 0. identity and shapes ---------------------------------------------------------------
     if proof.air_id != air.fingerprint():
         _reject("wrong-air", f"the proof is for AIR '{proof.air_id}', not '{air.fingerprint()}'")
@@ -89,33 +101,37 @@ def _verify(air: AIR, proof: Proof, public_inputs: Sequence[int], config: StarkC
     except ValueError as exc:
         _reject("public-inputs", str(exc))
     log_n = proof.log_n
-    if not 1 <= log_n <= 32 - config.log_blowup:
+    if not isinstance(log_n, int) or not 1 <= log_n <= 31 - config.log_blowup:
         _reject("malformed", f"trace height 2^{log_n} is out of range")
+    if expected_log_n is not None and log_n != expected_log_n:
+        _reject("wrong-height", f"the proof is for 2^{log_n} rows, the statement says 2^{expected_log_n}")
+    try:
+        air.check_height(log_n)
+    except ShapeError as exc:
+        _reject("wrong-height", str(exc))
     n, c, parts, q = 1 << log_n, air.width, air.composition_parts, config.num_queries
     log_l = log_n + config.log_blowup
     layers = fri_num_layers(log_n, config.fri_final_degree)
     u8, u64 = np.uint8, np.uint64
-    trace_root = _expect(proof, "trace_root", proof.trace_root, (32,), u8)
-    parts_root = _expect(proof, "parts_root", proof.parts_root, (32,), u8)
-    fri_roots = _expect(proof, "fri_roots", proof.fri_roots, (layers, 32), u8)
+    trace_root = _expect("trace_root", proof.trace_root, (32,), u8)
+    parts_root = _expect("parts_root", proof.parts_root, (32,), u8)
+    fri_roots = _expect("fri_roots", proof.fri_roots, (layers, 32), u8)
     ood = OutOfDomain(
         z=jnp.zeros((3,), jnp.uint64),
-        trace_z=jnp.asarray(_expect(proof, "trace_z", proof.trace_z, (c, 3), u64)),
-        trace_zg=jnp.asarray(_expect(proof, "trace_zg", proof.trace_zg, (c, 3), u64)),
-        parts_z=jnp.asarray(_expect(proof, "parts_z", proof.parts_z, (parts, 3), u64)),
+        trace_z=jnp.asarray(_expect("trace_z", proof.trace_z, (c, 3), u64)),
+        trace_zg=jnp.asarray(_expect("trace_zg", proof.trace_zg, (c, 3), u64)),
+        parts_z=jnp.asarray(_expect("parts_z", proof.parts_z, (parts, 3), u64)),
     )
-    final = _expect(proof, "fri_final", proof.fri_final, (n >> layers, 3), u64)
-    nonce = _expect(proof, "nonce", proof.nonce, (), u64)
-    trace_rows = _expect(proof, "trace_rows", proof.trace_rows, (q, c), u64)
-    trace_paths = _expect(proof, "trace_paths", proof.trace_paths, (q, log_l, 32), u8)
-    parts_rows = _expect(proof, "parts_rows", proof.parts_rows, (q, 3 * parts), u64)
-    parts_paths = _expect(proof, "parts_paths", proof.parts_paths, (q, log_l, 32), u8)
+    final = _expect("fri_final", proof.fri_final, (n >> layers, 3), u64)
+    nonce = _expect("nonce", proof.nonce, (), u64)
+    trace_rows = _expect("trace_rows", proof.trace_rows, (q, c), u64)
+    trace_paths = _expect("trace_paths", proof.trace_paths, (q, log_l, 32), u8)
+    parts_rows = _expect("parts_rows", proof.parts_rows, (q, 3 * parts), u64)
+    parts_paths = _expect("parts_paths", proof.parts_paths, (q, log_l, 32), u8)
     if len(proof.fri_rows) != layers or len(proof.fri_paths) != layers:
         _reject("malformed", f"expected {layers} FRI layers, got {len(proof.fri_rows)} / {len(proof.fri_paths)}")
-    fri_rows = [_expect(proof, f"fri_rows[{k}]", r, (q, 6), u64) for k, r in enumerate(proof.fri_rows)]
-    fri_paths = [
-        _expect(proof, f"fri_paths[{k}]", p, (q, log_l - 1 - k, 32), u8) for k, p in enumerate(proof.fri_paths)
-    ]
+    fri_rows = [_expect(f"fri_rows[{k}]", r, (q, 6), u64) for k, r in enumerate(proof.fri_rows)]
+    fri_paths = [_expect(f"fri_paths[{k}]", p, (q, log_l - 1 - k, 32), u8) for k, p in enumerate(proof.fri_paths)]
 
     arrays = dict(
         trace_root=trace_root,

@@ -1,5 +1,7 @@
 """End-to-end: prove and verify the example AIRs; the verifier's negative menu."""
 
+import dataclasses
+
 import chex
 import equinox as eqx
 import numpy as np
@@ -207,3 +209,31 @@ def test_periodic_columns_prove_verify_and_are_enforced():
     with pytest.warns(UserWarning):
         proof = js.prove(air, bad, (), cfg)
     assert reject_code(air, proof, (), cfg) == "ood"
+
+
+def test_heights_the_air_cannot_carry_are_refused_by_both_sides():
+    """A periodic column longer than the trace (or a boundary row past its end) makes the
+    statement meaningless: the prover refuses, and the verifier rejects such a claimed height."""
+    air, cfg = Stepper(), small_config(2, "blake3")
+    with pytest.raises(js.ShapeError, match="periodic column 0 has length 4"):
+        js.prove(air, stepper_trace(1), (), cfg)
+    proof = js.prove(air, stepper_trace(3), (), cfg)
+    forged = dataclasses.replace(proof, log_n=1)
+    assert reject_code(air, forged, (), cfg) == "wrong-height"
+
+
+def test_verifier_can_pin_the_trace_height(fib):
+    air, _, public, cfg, proof = fib
+    assert js.verify(air, proof, public, cfg, log_n=6)
+    with pytest.raises(js.InvalidProof) as info:
+        js.verify(air, proof, public, cfg, log_n=7)
+    assert info.value.code == "wrong-height"
+
+
+def test_air_fingerprint_covers_boundary_and_periodic_columns():
+    class Other(Stepper):
+        def periodic_columns(self):
+            return [[3, 1, 4, 2]]
+
+    assert Other().fingerprint() != Stepper().fingerprint()
+    assert Other().fingerprint().split("/")[1:3] == Stepper().fingerprint().split("/")[1:3]
