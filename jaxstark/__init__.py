@@ -13,7 +13,7 @@ jax.config.update("jax_enable_x64", True)
 from jaxstark import errors, field, hash, lde, merkle, ntt, poly, transcript  # noqa: E402, A004
 from jaxstark.air import AIR, Val  # noqa: E402
 from jaxstark.config import StarkConfig  # noqa: E402
-from jaxstark.errors import (  # noqa: E402  # noqa: E402
+from jaxstark.errors import (  # noqa: E402
     AirViolation,
     FieldDtypeError,
     InvalidProof,

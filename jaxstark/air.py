@@ -69,10 +69,7 @@ class Val:
 
     @staticmethod
     def _lift(a: Val) -> jnp.ndarray:
-        if a.is_ext:
-            return a.v
-        z = jnp.zeros_like(a.v)
-        return jnp.stack([a.v, z, z], axis=-1)
+        return a.v if a.is_ext else fext._embed(a.v)
 
     def _binary(self, o, base_op, ext_op, swap=False) -> Val:
         o = self._other(o)
@@ -165,6 +162,10 @@ class AIR(eqx.Module):
         """Periodic columns (each a list of ints, length a power of two)."""
         return []
 
+    def periodic_arrays(self) -> list[np.ndarray]:
+        """The periodic columns as canonical ``uint64`` arrays."""
+        return [np.array([int(v) % P for v in col], np.uint64) for col in self.periodic_columns()]
+
     @property
     def max_degree(self) -> int:
         return max((*self.constraint_degrees(), 1))
@@ -202,7 +203,7 @@ class AIR(eqx.Module):
             (col, row, int(v) if isinstance(v, (int, np.integer)) else "public")
             for col, row, v in self.boundary([Val.const(0)] * self.num_public_inputs)
         ]
-        periodic = [[int(v) % P for v in col] for col in self.periodic_columns()]
+        periodic = [col.tolist() for col in self.periodic_arrays()]
         extra = repr((boundary, periodic, self.num_public_inputs, self.row_local)).encode()
         digest = hashlib.sha256(extra).hexdigest()[:16]
         return f"{self.name}/w{self.width}/d{','.join(map(str, self.constraint_degrees()))}/{digest}"

@@ -11,6 +11,9 @@ from jaxstark.hash.interface import HASHES
 __all__ = ["StarkConfig"]
 
 FIELD_BITS = 64 * 3  # challenges live in the cubic extension, |F| ~ 2^192
+# Cap on the claimed level: the field size less 64 bits of slack for the out-of-domain and
+# constraint-combination terms, whose error grows with the polynomial degrees (< 2^64).
+FIELD_CAP_BITS = FIELD_BITS - 64
 
 
 class StarkConfig(eqx.Module):
@@ -51,20 +54,20 @@ class StarkConfig(eqx.Module):
 
     def security_bits(self) -> float:
         """Conjectured soundness in bits (not a proven bound):
-        ``min(num_queries * log2(blowup) + grinding_bits, 192 - log2(trace-independent slack))``.
+        ``min(num_queries * log2(blowup) + grinding_bits, 128)``.
 
         The query term is the standard conjectured FRI bound (each query catches a far-from-code
         word with probability ``1 - 1/blowup``); the field term caps it by the extension field's
         size. The proven (Johnson-bound) figure is roughly half the query term."""
         query = self.num_queries * math.log2(self.blowup) + self.grinding_bits
-        return min(query, FIELD_BITS - 2 * 32)  # DEEP/ALI terms lose at most ~2^32·deg
+        return min(query, FIELD_CAP_BITS)
 
     def security_report(self) -> str:
         q = self.num_queries * math.log2(self.blowup)
         return (
             f"conjectured security {self.security_bits():.0f} bits = min({self.num_queries} queries x "
             f"log2({self.blowup}) = {q:.0f} + {self.grinding_bits} grinding bits, field cap "
-            f"{FIELD_BITS - 64} bits); this is the conjectured (not the proven) FRI soundness bound"
+            f"{FIELD_CAP_BITS} bits); this is the conjectured (not the proven) FRI soundness bound"
         )
 
     def fingerprint(self) -> str:

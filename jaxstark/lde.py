@@ -165,9 +165,23 @@ def coset_evaluate(
     return _evaluate_jit(coeffs, _resolve(tables, log_n, blowup, offset, traced))
 
 
+def _coset_points(log_size: int, offset: int) -> Array:
+    w = gl._powers(jnp.asarray(np.uint64(gl.root_of_unity(log_size))), 1 << log_size)
+    return gl._mul(w, np.uint64(offset % gl.P))
+
+
+def _coset_interpolate(evals: Array, tables: NTTTables, offset: int) -> Array:
+    """Coefficients of the polynomial taking ``evals`` on ``offset * <w_m>`` (natural order):
+    an inverse NTT gives the coefficients of ``f(offset * y)``; coefficient k is then divided by
+    ``offset^k``. Traceable."""
+    shifted = _intt_core(evals, tables)
+    inv_offset = np.uint64(pow(offset, gl.P - 2, gl.P))
+    scale = gl._powers(jnp.asarray(inv_offset), evals.shape[0])
+    return gl._mul(shifted, scale.reshape(-1, *((1,) * (evals.ndim - 1))))
+
+
 def coset_points(log_size: int, offset: int = DEFAULT_OFFSET) -> UInt64[Array, " size"]:
     """The domain ``offset * w^t`` for ``t < 2^log_size`` as a uint64 array (natural order)."""
     if not 0 <= log_size <= MAX_LOG_N:
         raise ShapeError(f"coset_points: log_size must be in [0, {MAX_LOG_N}], got {log_size}")
-    w = gl.powers(gl.root_of_unity(log_size), 1 << log_size)
-    return gl.mul(w, np.uint64(offset % gl.P))
+    return _coset_points(log_size, offset)

@@ -33,7 +33,7 @@ from jaxstark.field._check import field_array
 from jaxstark.hash.interface import DIGEST_BYTES, Hash, get_hash
 from jaxstark.ntt import log2_exact
 
-__all__ = ["MerkleTree", "Opening", "commit", "open_rows", "verify_paths", "tree_bytes"]
+__all__ = ["MerkleTree", "Opening", "commit", "open_rows", "verify_paths"]
 
 
 class MerkleTree(eqx.Module):
@@ -58,11 +58,6 @@ class Opening(eqx.Module):
     indices: Array
     rows: UInt64[Array, " q width"]
     paths: UInt8[Array, " q log_n 32"]
-
-
-def tree_bytes(n_leaves: int) -> int:
-    """Device bytes of a tree over ``n_leaves`` leaves (the node array)."""
-    return 2 * n_leaves * DIGEST_BYTES
 
 
 def _flatten_rows(matrix: Array) -> Array:

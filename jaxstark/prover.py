@@ -78,10 +78,7 @@ def check_trace(air: AIR, trace, public_inputs: Sequence[int] = ()) -> None:
     if rows:
         cur = [Val(jnp.asarray(trace[:rows, i])) for i in range(air.width)]
         nxt = [Val(jnp.asarray(np.roll(trace[:, i], -1)[:rows])) for i in range(air.width)]
-        periodic = [
-            Val(jnp.asarray(np.resize(np.array([int(v) % gl.P for v in col], np.uint64), n)[:rows]))
-            for col in air.periodic_columns()
-        ]
+        periodic = [Val(jnp.asarray(np.resize(col, n)[:rows])) for col in air.periodic_arrays()]
         values = air.transition(cur, nxt, periodic, pub)
         degrees = air.constraint_degrees()
         if len(values) != len(degrees):

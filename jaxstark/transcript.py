@@ -170,23 +170,23 @@ class Transcript(eqx.Module):
 
     # -- squeezing ------------------------------------------------------------------------------
 
+    def _challenge(self, kind: str, label: str, n: int | None, coords: int) -> tuple[Transcript, Array]:
+        """``n`` field elements of ``coords`` base coordinates each, 128 output bits per
+        coordinate reduced mod p (a scalar element when ``n`` is None)."""
+        k = 1 if n is None else int(n)
+        t, out = self._squeeze(kind, label, k, -(-coords * k // 2))
+        words = bytes_to_words(out, jnp.uint64).reshape(-1, 2)[: coords * k]
+        vals = gl._reduce128(words[:, 0], words[:, 1]).reshape((k, coords) if coords > 1 else (k,))
+        vals = vals[0] if n is None else vals
+        return t._logged(label, kind, vals), vals
+
     def challenge_base(self, label: str, n: int | None = None) -> tuple[Transcript, UInt64[Array, " *n"]]:
         """``n`` base-field challenges (a scalar when ``n`` is None)."""
-        k = 1 if n is None else int(n)
-        t, out = self._squeeze("challenge_base", label, k, -(-k // 2))
-        words = bytes_to_words(out, jnp.uint64).reshape(-1, 2)[:k]
-        vals = gl._reduce128(words[:, 0], words[:, 1])
-        vals = vals[0] if n is None else vals
-        return t._logged(label, "challenge_base", vals), vals
+        return self._challenge("challenge_base", label, n, 1)
 
     def challenge_ext(self, label: str, n: int | None = None) -> tuple[Transcript, UInt64[Array, " *n 3"]]:
         """``n`` extension-field challenges, shape ``(n, 3)`` (``(3,)`` when ``n`` is None)."""
-        k = 1 if n is None else int(n)
-        t, out = self._squeeze("challenge_ext", label, k, -(-3 * k // 2))
-        words = bytes_to_words(out, jnp.uint64).reshape(-1, 2)[: 3 * k]
-        vals = gl._reduce128(words[:, 0], words[:, 1]).reshape(k, 3)
-        vals = vals[0] if n is None else vals
-        return t._logged(label, "challenge_ext", vals), vals
+        return self._challenge("challenge_ext", label, n, 3)
 
     def query_indices(self, label: str, count: int, domain_size: int) -> tuple[Transcript, UInt32[Array, " count"]]:
         """``count`` uniformly random indices in ``[0, domain_size)``, a power of two <= 2^32."""
@@ -207,10 +207,13 @@ class Transcript(eqx.Module):
         state = jnp.broadcast_to(self.state, (*nonce.shape, DIGEST_BYTES))
         return bytes_to_words(self._compress(state, tags)[..., :8], jnp.uint64)[..., 0]
 
+    def pow_ok(self, nonce, bits: int) -> Array:
+        """Whether ``nonce`` satisfies a ``bits``-bit proof of work (vectorised over ``nonce``)."""
+        return (self.pow_word(nonce) & np.uint64((1 << bits) - 1)) == np.uint64(0)
+
     def grind(self, bits: int, batch: int = 1 << 14) -> UInt64[Array, ""]:
         """The smallest nonce whose :meth:`pow_word` has ``bits`` low zero bits, searched
         ``batch`` nonces at a time inside a ``lax.while_loop`` (expected ``2^bits`` tries)."""
-        mask = np.uint64((1 << bits) - 1)
         if bits == 0:
             return jnp.zeros((), jnp.uint64)
 
@@ -220,7 +223,7 @@ class Transcript(eqx.Module):
         def body(c):
             start, _, _ = c
             nonces = start + jnp.arange(batch, dtype=jnp.uint64)
-            ok = (self.pow_word(nonces) & mask) == np.uint64(0)
+            ok = self.pow_ok(nonces, bits)
             return start + np.uint64(batch), jnp.any(ok), nonces[jnp.argmax(ok)]
 
         init = (jnp.zeros((), jnp.uint64), jnp.zeros((), bool), jnp.zeros((), jnp.uint64))

@@ -36,7 +36,7 @@ from jaxstark.ntt import intt
 from jaxstark.poly import _evaluate
 from jaxstark.proof import Proof
 from jaxstark.prover import initial_transcript, public_array
-from jaxstark.rounds.r2_composition import num_constraints
+from jaxstark.rounds.r2_composition import combine_constraints, num_constraints
 from jaxstark.rounds.r3_ood import OutOfDomain
 from jaxstark.rounds.r4_deep_fri import deep_combine, fold_pair, fri_num_layers
 
@@ -200,8 +200,7 @@ def _verify_core(air: AIR, config: StarkConfig, log_n: int, public, a) -> dict:
         tr, beta = tr.challenge_ext(f"fri beta {k}")
         betas.append(beta)
     tr = tr.absorb_ext("fri final poly", a["final"])
-    mask = np.uint64((1 << config.grinding_bits) - 1)
-    pow_ok = (tr.pow_word(a["nonce"]) & mask) == np.uint64(0)
+    pow_ok = tr.pow_ok(a["nonce"], config.grinding_bits)
     tr = tr.absorb_base("pow nonce", a["nonce"][None])
     tr, idx = tr.query_indices("fri queries", q, 1 << log_l)
 
@@ -254,32 +253,20 @@ def _check_ood(air: AIR, ood: OutOfDomain, alphas, public, log_n: int) -> None:
     cur = [Val(ood.trace_z[i], True) for i in range(air.width)]
     nxt = [Val(ood.trace_zg[i], True) for i in range(air.width)]
     periodic = []
-    for col in air.periodic_columns():
-        coeffs = intt(jnp.asarray(np.array([int(v) % P for v in col], np.uint64))[:, None])
+    for col in air.periodic_arrays():
+        coeffs = intt(jnp.asarray(col)[:, None])
         y = fext.pow(z, n // len(col))
         periodic.append(Val(_evaluate(coeffs, y, False)[0], True))
     pub = [Val(public[i]) for i in range(public.shape[0])]
-    constraints = air.transition(cur, nxt, periodic, pub)
-    degrees = air.constraint_degrees()
-    if len(constraints) != len(degrees):
-        _reject("malformed", f"{air.name}.transition returned {len(constraints)} constraints, expected {len(degrees)}")
-    zn_minus_1 = fext._sub(fext.pow(z, n), fext.ones(()))
+    zn = fext.pow(z, n)
+    zn_minus_1 = fext._sub(zn, fext.ones(()))
     if not np.asarray(zn_minus_1).any():
         _reject("ood", "the out-of-domain point lies in the trace domain")
-    factor = fext.inv(zn_minus_1)
-    if not air.row_local:
-        last = np.uint64(pow(gl.root_of_unity(log_n), n - 1, P))
-        factor = fext._mul(fext._sub(z, fext.embed(last)), factor)
-    acc = fext.zeros(())
-    for i, cval in enumerate(constraints):
-        term = cval * Val(factor, True)
-        acc = fext._add(acc, fext._mul(alphas[i], Val._lift(term)))
-    for j, (col, row, value) in enumerate(air.boundary(pub)):
-        point = fext.embed(np.uint64(pow(gl.root_of_unity(log_n), row % n, P)))
-        q = (cur[col] - value) * Val(fext.inv(fext._sub(z, point)), True)
-        acc = fext._add(acc, fext._mul(alphas[len(degrees) + j], Val._lift(q)))
+    acc = combine_constraints(
+        air, log_n, Val(z, True), Val(fext.inv(zn_minus_1), True), lambda d: Val(fext.inv(d.v), True),
+        cur, nxt, periodic, pub, alphas,
+    )  # fmt: skip
     # sum_j z^(j n) H_j(z)
-    zn = fext.pow(z, n)
     total, zpow = fext.zeros(()), fext.ones(())
     for j in range(ood.parts_z.shape[0]):
         total = fext._add(total, fext._mul(zpow, ood.parts_z[j]))

@@ -145,11 +145,15 @@ def mul_base(a: Ext, s: Base) -> Ext:
     return _mul_base(a, s)
 
 
+def _embed(a: Base) -> Ext:
+    z = jnp.zeros_like(a)
+    return _join(a, z, z)
+
+
 @checked(1)
 def embed(a: Base) -> Ext:
     """Base elements to extension elements ``(a, 0, 0)``."""
-    z = jnp.zeros_like(a)
-    return _join(a, z, z)
+    return _embed(a)
 
 
 @checked(1, ext=(True,))

@@ -18,7 +18,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, UInt8, UInt32
 
-from jaxstark.hash.encoding import bytes_to_words, words_to_bytes
+from jaxstark.hash.encoding import bytes_to_words, words_to_bytes, zero_past
 
 __all__ = ["digest_words", "digest_bytes", "compress_block", "IV"]
 
@@ -150,7 +150,5 @@ def digest_words(
 def digest_bytes(msgs: UInt8[Array, " batch length"], lengths: Array | None = None) -> UInt8[Array, " batch 32"]:
     """BLAKE3-256 of every row of a ``uint8[batch, length]`` array; with ``lengths``, row ``i``
     is the message ``msgs[i, :lengths[i]]`` (bytes past it are ignored)."""
-    if lengths is not None:
-        keep = jnp.arange(msgs.shape[-1]) < jnp.asarray(lengths)[..., None]
-        msgs = jnp.where(keep, msgs, jnp.zeros((), jnp.uint8))
+    msgs = zero_past(msgs, lengths)
     return words_to_bytes(digest_words(bytes_to_words(msgs), msgs.shape[-1], lengths))

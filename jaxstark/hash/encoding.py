@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, UInt8
 
-__all__ = ["bytes_to_words", "words_to_bytes"]
+__all__ = ["bytes_to_words", "words_to_bytes", "zero_past"]
 
 
 def bytes_to_words(msgs: UInt8[Array, " *batch n"], dtype=jnp.uint32) -> Array:
@@ -28,3 +28,12 @@ def words_to_bytes(words: Array) -> UInt8[Array, " *batch m"]:
     k = words.dtype.itemsize
     parts = [(words >> np.array(8 * i, words.dtype)).astype(jnp.uint8) for i in range(k)]
     return jnp.stack(parts, axis=-1).reshape(*words.shape[:-1], -1)
+
+
+def zero_past(msgs: UInt8[Array, " *batch n"], lengths) -> UInt8[Array, " *batch n"]:
+    """Zero every byte of row ``i`` from ``lengths[i]`` on (messages of different lengths in one
+    zero-padded batch); ``lengths=None`` leaves ``msgs`` as it is."""
+    if lengths is None:
+        return msgs
+    keep = jnp.arange(msgs.shape[-1]) < jnp.asarray(lengths)[..., None]
+    return jnp.where(keep, msgs, jnp.zeros((), jnp.uint8))

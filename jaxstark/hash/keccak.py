@@ -16,7 +16,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, UInt8, UInt64
 
-from jaxstark.hash.encoding import bytes_to_words, words_to_bytes
+from jaxstark.hash.encoding import bytes_to_words, words_to_bytes, zero_past
 
 __all__ = ["permute", "digest_lanes", "digest_bytes", "RATE_BYTES"]
 
@@ -125,7 +125,5 @@ def digest_lanes(
 def digest_bytes(msgs: UInt8[Array, " batch length"], lengths: Array | None = None) -> UInt8[Array, " batch 32"]:
     """Keccak-256 of every row of a ``uint8[batch, length]`` array; with ``lengths``, row ``i``
     is the message ``msgs[i, :lengths[i]]``."""
-    if lengths is not None:
-        keep = jnp.arange(msgs.shape[-1]) < jnp.asarray(lengths)[..., None]
-        msgs = jnp.where(keep, msgs, jnp.zeros((), jnp.uint8))
+    msgs = zero_past(msgs, lengths)
     return words_to_bytes(digest_lanes(bytes_to_words(msgs, jnp.uint64), msgs.shape[-1], lengths))

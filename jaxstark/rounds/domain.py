@@ -10,12 +10,9 @@ makes them visible to the memory planner.
 from __future__ import annotations
 
 import equinox as eqx
-import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, UInt64
 
-from jaxstark.field import goldilocks as gl
-from jaxstark.lde import DEFAULT_OFFSET, LDETables, lde_tables
+from jaxstark.lde import DEFAULT_OFFSET, LDETables, _coset_points, lde_tables
 from jaxstark.ntt import NTTTables, ntt_tables
 
 __all__ = ["Domain", "make_domain"]
@@ -46,8 +43,7 @@ class Domain(eqx.Module):
 
     def points(self) -> UInt64[Array, " L"]:
         """The LDE coset ``offset * w_L^t`` in natural order (traceable)."""
-        w = gl._powers(jnp.asarray(np.uint64(gl.root_of_unity(self.log_size))), self.size)
-        return gl._mul(w, np.uint64(self.offset))
+        return _coset_points(self.log_size, self.offset)
 
 
 def make_domain(log_n: int, blowup: int, offset: int = DEFAULT_OFFSET) -> Domain:

@@ -23,6 +23,7 @@ every constraint evaluation.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
 
 import equinox as eqx
 import jax
@@ -33,13 +34,12 @@ from jaxtyping import Array, Bool, UInt8, UInt64
 from jaxstark.air import AIR, Val
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
-from jaxstark.lde import _evaluate_core, _lde_core
+from jaxstark.lde import _coset_interpolate, _evaluate_core, _lde_core
 from jaxstark.merkle import _build
-from jaxstark.ntt import _intt_core
 from jaxstark.rounds.domain import Domain
 from jaxstark.transcript import Transcript
 
-__all__ = ["Composition", "composition", "periodic_values", "num_constraints"]
+__all__ = ["Composition", "composition", "combine_constraints", "periodic_values", "num_constraints"]
 
 
 class Composition(eqx.Module):
@@ -60,71 +60,75 @@ def num_constraints(air: AIR) -> int:
 def periodic_values(air: AIR, domain: Domain) -> list[Array]:
     """Each periodic column evaluated on the LDE (the LDE of the column repeated to n rows)."""
     out = []
-    for col in air.periodic_columns():
-        base = jnp.asarray(np.array([int(v) % gl.P for v in col], np.uint64))
-        reps = jnp.tile(base, domain.n // len(col))[:, None]
+    for col in air.periodic_arrays():
+        reps = jnp.tile(jnp.asarray(col), domain.n // len(col))[:, None]
         out.append(_lde_core(reps, domain.lde)[:, 0])
     return out
 
 
-def _accumulate(acc: Array, alpha: Array, q: Val) -> Array:
-    term = fext._mul_base(alpha, q.v) if not q.is_ext else fext._mul(alpha, q.v)
-    return fext._add(acc, term)
-
-
-def _normalize_row(row: int, n: int) -> int:
-    return row % n
-
-
-@functools.partial(jax.jit, static_argnames=("air", "hash_name"))
-def composition(
-    air: AIR, domain: Domain, lde: UInt64[Array, " L c"], public: UInt64[Array, " k"], tr: Transcript, *, hash_name: str
-) -> tuple[Composition, Transcript]:
-    n, L, b = domain.n, domain.size, domain.blowup
+def combine_constraints(
+    air: AIR,
+    log_n: int,
+    x: Val,
+    zn_inv: Val,
+    inverse: Callable[[Val], Val],
+    cur: Sequence[Val],
+    nxt: Sequence[Val],
+    periodic: Sequence[Val],
+    pub: Sequence[Val],
+    alphas: Array,
+) -> Array:
+    """``sum_i alpha_i Q_i(x)`` over every constraint quotient at the point(s) ``x``, given
+    ``zn_inv = 1 / (x^n - 1)`` and a batch-capable ``inverse``. The prover calls it with base
+    arrays over the whole LDE, the verifier with extension values at ``z``; the result is an
+    extension value (array with a trailing axis 3)."""
+    n = 1 << log_n
     degrees = air.constraint_degrees()
-    pub = [Val(public[i]) for i in range(public.shape[0])]
-    boundary = air.boundary(pub)
-    tr, alphas = tr.challenge_ext("composition alphas", len(degrees) + len(boundary))
-
-    xs = domain.points()
-    cur = [Val(lde[:, i]) for i in range(lde.shape[1])]
-    nxt_lde = jnp.roll(lde, -b, axis=0)
-    nxt = [Val(nxt_lde[:, i]) for i in range(lde.shape[1])]
-    periodic = [Val(v) for v in periodic_values(air, domain)]
     constraints = air.transition(cur, nxt, periodic, pub)
     if len(constraints) != len(degrees):
         raise ValueError(
             f"{air.name}.transition returned {len(constraints)} constraints but constraint_degrees() lists "
             f"{len(degrees)}"
         )
+    g = gl.root_of_unity(log_n)
+    # a row-local AIR constrains every row; otherwise the last row's frame wraps and is excluded
+    factor = zn_inv if air.row_local else (x - pow(g, n - 1, gl.P)) * zn_inv
+    quotients = [c * factor for c in constraints]
+    inverses: dict[int, Val] = {}
+    for col, row, value in air.boundary(pub):
+        r = row % n
+        if r not in inverses:
+            inverses[r] = inverse(x - pow(g, r, gl.P))
+        quotients.append((cur[col] - value) * inverses[r])
+    acc = Val(fext.zeros(()), True)
+    for alpha, q in zip(alphas, quotients, strict=True):
+        acc = acc + Val(alpha, True) * q
+    return acc.v
 
+
+@functools.partial(jax.jit, static_argnames=("air", "hash_name"))
+def composition(
+    air: AIR, domain: Domain, lde: UInt64[Array, " L c"], public: UInt64[Array, " k"], tr: Transcript, *, hash_name: str
+) -> tuple[Composition, Transcript]:
+    n, b = domain.n, domain.blowup
+    pub = [Val(public[i]) for i in range(public.shape[0])]
+    tr, alphas = tr.challenge_ext("composition alphas", num_constraints(air))
+    xs = domain.points()
+    cur = [Val(lde[:, i]) for i in range(lde.shape[1])]
+    nxt_lde = jnp.roll(lde, -b, axis=0)
+    nxt = [Val(nxt_lde[:, i]) for i in range(lde.shape[1])]
+    periodic = [Val(v) for v in periodic_values(air, domain)]
     # x^n on the coset takes blowup distinct values: offset^n * w_b^t for t mod b
     s_n = pow(domain.offset, n, gl.P)
     w_b = gl.root_of_unity(domain.log_blowup)
-    zn = [(s_n * pow(w_b, t, gl.P) - 1) % gl.P for t in range(b)]
-    inv_zn = jnp.asarray(np.array([pow(v, gl.P - 2, gl.P) for v in zn], np.uint64))
-    if air.row_local:  # every row is constrained (the frame never reads the next row)
-        trans_factor = jnp.tile(inv_zn, n)
-    else:  # the frame of the last row wraps around and is not constrained
-        last = np.uint64(pow(gl.root_of_unity(domain.log_n), n - 1, gl.P))
-        trans_factor = gl._mul(gl._sub(xs, last), jnp.tile(inv_zn, n))
-
-    acc = jnp.zeros((L, 3), jnp.uint64)
-    for i, c in enumerate(constraints):
-        acc = _accumulate(acc, alphas[i], c * Val(trans_factor))
-    inv_cache: dict[int, Array] = {}
-    for j, (col, row, value) in enumerate(boundary):
-        r = _normalize_row(row, n)
-        if r not in inv_cache:
-            point = np.uint64(pow(gl.root_of_unity(domain.log_n), r, gl.P))
-            inv_cache[r] = gl._batch_inv(gl._sub(xs, point))
-        q = (cur[col] - value) * Val(inv_cache[r])
-        acc = _accumulate(acc, alphas[len(degrees) + j], q)
+    inv_zn = np.array([pow((s_n * pow(w_b, t, gl.P) - 1) % gl.P, gl.P - 2, gl.P) for t in range(b)], np.uint64)
+    acc = combine_constraints(
+        air, domain.log_n, Val(xs), Val(jnp.tile(jnp.asarray(inv_zn), n)), lambda d: Val(gl._batch_inv(d.v)),
+        cur, nxt, periodic, pub, alphas,
+    )  # fmt: skip
 
     parts = air.composition_parts
-    shifted = _intt_core(acc, domain.big)  # coefficients of H(offset * y)
-    inv_offset = np.uint64(pow(domain.offset, gl.P - 2, gl.P))
-    coeffs = gl._mul(shifted, gl._powers(jnp.asarray(inv_offset), L)[:, None])
+    coeffs = _coset_interpolate(acc, domain.big, domain.offset)
     excess = jnp.any(coeffs[parts * n :] != np.uint64(0))
     parts_coeffs = jnp.transpose(coeffs[: parts * n].reshape(parts, n, 3), (1, 0, 2))
     parts_lde = _evaluate_core(parts_coeffs, domain.lde)

@@ -34,8 +34,9 @@ from jaxtyping import Array, Bool, UInt8, UInt64
 
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
+from jaxstark.lde import _coset_interpolate
 from jaxstark.merkle import _build
-from jaxstark.ntt import _intt_core, _make_tables
+from jaxstark.ntt import _make_tables
 from jaxstark.rounds.domain import Domain
 from jaxstark.rounds.r3_ood import OutOfDomain
 from jaxstark.transcript import Transcript
@@ -57,11 +58,6 @@ def fri_num_layers(log_n: int, final_degree: int) -> int:
     return max(0, log_n - (final_degree.bit_length() - 1))
 
 
-def _lift(x: Array) -> Array:
-    z = jnp.zeros_like(x)
-    return jnp.stack([x, z, z], axis=-1)
-
-
 def _dot_base_ext(t: Array, g: Array) -> Array:
     """sum_i t[..., i] * g[i] for base t (..., c) and extension g (c, 3) -> (..., 3)."""
     return jnp.stack([gl._sum(gl._mul(t, g[:, k]), -1) for k in range(3)], axis=-1)
@@ -81,7 +77,7 @@ def deep_combine(xs, trace_rows, parts_rows, ood: OutOfDomain, g_pows, zg):
     const_zg = _dot_ext_ext(ood.trace_zg, g2)
     num_z = fext._sub(fext._add(_dot_base_ext(trace_rows, g1), _dot_ext_ext(parts_rows, g3)), const_z)
     num_zg = fext._sub(_dot_base_ext(trace_rows, g2), const_zg)
-    x = _lift(xs)
+    x = fext._embed(xs)
     inv_z = fext._batch_inv(fext._sub(x, ood.z))
     inv_zg = fext._batch_inv(fext._sub(x, zg))
     return fext._add(fext._mul(num_z, inv_z), fext._mul(num_zg, inv_zg))
@@ -131,9 +127,7 @@ def deep_fri(
     m = f.shape[0]
     log_m = m.bit_length() - 1
     d_f = domain.n >> layers
-    shifted = _intt_core(f, _make_tables(log_m))
-    s_inv = pow(pow(offset, 1 << layers, gl.P), gl.P - 2, gl.P)
-    coeffs = gl._mul(shifted, gl._powers(jnp.asarray(np.uint64(s_inv)), m)[:, None])
+    coeffs = _coset_interpolate(f, _make_tables(log_m), pow(offset, 1 << layers, gl.P))
     excess = jnp.any(coeffs[d_f:] != np.uint64(0))
     final = coeffs[:d_f]
     tr = tr.absorb_ext("fri final poly", final)

@@ -17,7 +17,7 @@ import jax
 import numpy as np
 from jaxtyping import Array, UInt8, UInt32, UInt64
 
-from jaxstark.merkle import _path_indices
+from jaxstark.merkle import _open
 from jaxstark.rounds.r1_trace_commit import TraceCommitment
 from jaxstark.rounds.r2_composition import Composition
 from jaxstark.rounds.r4_deep_fri import FriCommitment
@@ -35,11 +35,6 @@ class Openings(eqx.Module):
     parts_paths: UInt8[Array, " q logL 32"]
     fri_rows: tuple[UInt64[Array, " q 6"], ...]
     fri_paths: tuple[UInt8[Array, " q logh 32"], ...]
-
-
-def _open(nodes: Array, matrix: Array, idx: Array) -> tuple[Array, Array]:
-    log_n = matrix.shape[0].bit_length() - 1
-    return matrix.reshape(matrix.shape[0], -1)[idx], nodes[_path_indices(idx, log_n)]
 
 
 @functools.partial(jax.jit, static_argnames=("grinding_bits", "num_queries", "log_size"))
