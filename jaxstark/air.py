@@ -11,7 +11,11 @@ An AIR describes a trace of ``n`` rows by ``width`` base-field columns through
   row; ``value`` an int or a :class:`Val` built from the public inputs, which ``boundary``
   receives as ``Val`` scalars so that a new public input never recompiles the prover);
 * **periodic columns** (lists of values whose length is a power of two dividing ``n``);
-* ``row_local``: no constraint reads the next row (such tables can later be split by rows).
+* ``row_local``: no constraint reads the next row (such tables can later be split by rows);
+* **interactions** with other tables over named buses (:class:`~jaxstark.logup.Interaction`):
+  sends and receives of tuples of column expressions with multiplicities. Their aux columns and
+  constraints are derived (see :mod:`jaxstark.logup`); ``row_local`` speaks of the main
+  constraints only.
 
 The same transition function serves the prover and the verifier: it is written with ``+``,
 ``-``, ``*``, ``**`` and integer constants on :class:`Val` objects, which the prover fills with
@@ -158,6 +162,26 @@ class AIR(eqx.Module):
         the public inputs as base-field ``Val`` scalars (return them, or ints, as values)."""
         return []
 
+    def interactions(self) -> list:
+        """Sends and receives on buses (a list of :class:`~jaxstark.logup.Interaction`)."""
+        return []
+
+    @property
+    def interactions_per_column(self) -> int:
+        """How many interactions of a bus share one aux column: 2 (default, one degree higher)
+        or 1 (see :mod:`jaxstark.logup`)."""
+        return 2
+
+    @property
+    def num_aux_columns(self) -> int:
+        """Extension-field aux columns derived from the interactions (0 without any)."""
+        return len(self.aux_degrees())
+
+    def aux_degrees(self) -> tuple[int, ...]:
+        from jaxstark.logup import aux_degrees
+
+        return aux_degrees(self)
+
     def periodic_columns(self) -> list[list[int]]:
         """Periodic columns (each a list of ints, length a power of two)."""
         return []
@@ -168,7 +192,7 @@ class AIR(eqx.Module):
 
     @property
     def max_degree(self) -> int:
-        return max((*self.constraint_degrees(), 1))
+        return max((*self.constraint_degrees(), *self.aux_degrees(), 1))
 
     @property
     def composition_parts(self) -> int:
@@ -197,13 +221,15 @@ class AIR(eqx.Module):
     def fingerprint(self) -> str:
         """A string binding the AIR's identity into the transcript and the proof: name, width,
         degrees, and a digest of its boundary positions (and constant values), periodic columns,
-        public-input count and row-locality. (The constraint function itself is code; the
-        verifier evaluates its own copy.)"""
+        public-input count, row-locality and interactions (bus, kind, tuple length, degrees).
+        (The constraint function itself is code; the verifier evaluates its own copy.)"""
         boundary = [
             (col, row, int(v) if isinstance(v, (int, np.integer)) else "public")
             for col, row, v in self.boundary([Val.const(0)] * self.num_public_inputs)
         ]
+        from jaxstark.logup import signature
+
         periodic = [col.tolist() for col in self.periodic_arrays()]
-        extra = repr((boundary, periodic, self.num_public_inputs, self.row_local)).encode()
+        extra = repr((boundary, periodic, self.num_public_inputs, self.row_local, signature(self))).encode()
         digest = hashlib.sha256(extra).hexdigest()[:16]
         return f"{self.name}/w{self.width}/d{','.join(map(str, self.constraint_degrees()))}/{digest}"

@@ -46,3 +46,12 @@ class ProofFormatError(InvalidProof):
 
 class AirViolation(JaxstarkError, ValueError):
     """The trace does not satisfy its AIR (raised by the prover, before or instead of proving)."""
+
+
+class BusImbalance(AirViolation):
+    """The tables' sends and receives on a bus differ as multisets (raised by the prover's debug
+    check). ``bus`` names the bus; the message gives a witness tuple and its net multiplicity."""
+
+    def __init__(self, bus: str, message: str):
+        super().__init__(message)
+        self.bus = bus

@@ -1,16 +1,21 @@
-"""``prove``: run rounds 1-5 for one table and assemble the proof.
+"""``prove``: run rounds 1-5 for one or more tables and assemble the proof.
 
 Data flow (each round a jitted pure function in :mod:`jaxstark.rounds`)::
 
-    trace ──r1──> TraceCommitment(lde, coeffs, tree) ── root ──> transcript
-    lde ────r2──> Composition(parts coeffs, parts lde, tree) ── root ──> transcript
-    coeffs, parts coeffs ──r3──> OutOfDomain(z, T(z), T(zw), H_j(z)) ──> transcript
-    lde, parts lde, ood ──r4──> FriCommitment(layer leaves + trees, final poly) ──> transcript
-    trees, ldes ──r5──> Openings(nonce, indices, rows + paths) ──> Proof
+    statement (AIRs, heights, public inputs) ──> transcript
+    for each table:  trace ──r1──> TraceCommitment(lde, coeffs, tree) ── root ──> transcript
+    if any table has interactions:  transcript ──> LogUp challenges (beta, gamma), shared
+      for each such table:  trace ──r1 aux──> AuxCommitment(lde, coeffs, tree, bus sums) ──> transcript
+    for each table t, on the fork t of the transcript:
+      lde, aux lde ──r2──> Composition(parts coeffs, parts lde, tree) ── root ──> transcript
+      coeffs, aux coeffs, parts coeffs ──r3──> OutOfDomain(z, T(z), T(zw), A(z), A(zw), H_j(z))
+      ldes, ood ──r4──> FriCommitment(layer leaves + trees, final poly) ──> transcript
+      trees, ldes ──r5──> Openings(nonce, indices, rows + paths) ──> TableProof
 
-The transcript starts from the protocol label and absorbs, before anything else, the AIR's
-fingerprint, the config's fingerprint, the trace shape and the public inputs, so a proof is bound
-to all of them.
+The transcript starts from the protocol label and absorbs, before anything else, the config's
+fingerprint, the number of tables and, per table, the AIR's fingerprint, the trace shape and the
+public inputs, so a proof is bound to the whole statement. Every table's bus contributions are
+published; the verifier checks that each bus sums to zero over the tables.
 """
 
 from __future__ import annotations
@@ -29,9 +34,11 @@ from jaxstark.errors import AirViolation, ShapeError
 from jaxstark.field import goldilocks as gl
 from jaxstark.field._check import field_array
 from jaxstark.hash.interface import get_hash
+from jaxstark.logup import bus_layout, check_buses
 from jaxstark.ntt import log2_exact
-from jaxstark.proof import Proof
+from jaxstark.proof import Proof, TableProof
 from jaxstark.rounds.domain import make_domain
+from jaxstark.rounds.r1_aux_commit import aux_commit, logup_challenges
 from jaxstark.rounds.r1_trace_commit import trace_commit
 from jaxstark.rounds.r2_composition import composition
 from jaxstark.rounds.r3_ood import out_of_domain
@@ -39,9 +46,9 @@ from jaxstark.rounds.r4_deep_fri import deep_fri
 from jaxstark.rounds.r5_queries import queries
 from jaxstark.transcript import Transcript
 
-__all__ = ["prove", "check_trace", "initial_transcript", "public_array"]
+__all__ = ["prove", "check_trace", "initial_transcript", "public_array", "fork_table", "bus_balance"]
 
-PROTOCOL = "jaxstark v1"
+PROTOCOL = "jaxstark v2"
 
 
 def public_array(air: AIR, public_inputs: Sequence[int]) -> jax.Array:
@@ -55,17 +62,42 @@ def public_array(air: AIR, public_inputs: Sequence[int]) -> jax.Array:
     return jnp.asarray(np.array([int(v) for v in public_inputs], dtype=np.uint64).reshape(-1))
 
 
-@functools.partial(jax.jit, static_argnames=("air", "config", "log_n"))
-def initial_transcript(air: AIR, config: StarkConfig, log_n: int, public: jax.Array) -> Transcript:
-    """The transcript every proof starts from: protocol label, AIR and config fingerprints (hashed),
-    trace shape, public inputs."""
+@functools.partial(jax.jit, static_argnames=("airs", "config", "log_ns"))
+def initial_transcript(
+    airs: tuple[AIR, ...], config: StarkConfig, log_ns: tuple[int, ...], publics: tuple[jax.Array, ...]
+) -> Transcript:
+    """The transcript every proof starts from: protocol label, config fingerprint (hashed), the
+    number of tables, and per table its AIR fingerprint (hashed), trace shape and public inputs."""
     h = get_hash(config.hash)
-    tr = Transcript.new(PROTOCOL, config.hash)
-    for label, text in (("air", air.fingerprint()), ("config", config.fingerprint())):
-        msg = jnp.asarray(np.frombuffer(text.encode("utf-8"), np.uint8)[None, :])
-        tr = tr.absorb_digest(label, h.digest_bytes(msg)[0])
-    tr = tr.absorb_base("shape", jnp.asarray(np.array([log_n, air.width], np.uint64)))
-    return tr.absorb_base("public inputs", public)
+
+    def text_digest(text: str) -> jax.Array:
+        return h.digest_bytes(jnp.asarray(np.frombuffer(text.encode("utf-8"), np.uint8)[None, :]))[0]
+
+    tr = Transcript.new(PROTOCOL, config.hash).absorb_digest("config", text_digest(config.fingerprint()))
+    tr = tr.absorb_base("tables", jnp.asarray(np.array([len(airs)], np.uint64)))
+    for air, log_n, public in zip(airs, log_ns, publics, strict=True):
+        tr = tr.absorb_digest("air", text_digest(air.fingerprint()))
+        tr = tr.absorb_base("shape", jnp.asarray(np.array([log_n, air.width], np.uint64)))
+        tr = tr.absorb_base("public inputs", public)
+    return tr
+
+
+@jax.jit
+def fork_table(tr: Transcript, index: jax.Array) -> Transcript:
+    """Table ``index``'s own transcript for rounds 2-5."""
+    return tr.fork(index)
+
+
+def bus_balance(airs: Sequence[AIR], sums: Sequence[np.ndarray]) -> dict[str, tuple[int, int, int]]:
+    """Every bus's total contribution over the tables (an extension element as three ints; zero
+    when the bus balances). ``sums[t]`` holds table ``t``'s contributions, one per bus in name
+    order. (Extension addition is coordinate-wise.)"""
+    totals: dict[str, tuple[int, int, int]] = {}
+    for air, table_sums in zip(airs, sums, strict=True):
+        for lay, value in zip(bus_layout(air), np.asarray(table_sums).tolist(), strict=True):
+            prev = totals.get(lay.bus, (0, 0, 0))
+            totals[lay.bus] = tuple((x + int(y)) % gl.P for x, y in zip(prev, value, strict=True))
+    return totals
 
 
 def check_trace(air: AIR, trace, public_inputs: Sequence[int] = ()) -> None:
@@ -102,42 +134,112 @@ def check_trace(air: AIR, trace, public_inputs: Sequence[int] = ()) -> None:
             )
 
 
-def prove(
-    air: AIR,
-    trace,
-    public_inputs: Sequence[int] = (),
-    config: StarkConfig | None = None,
-    *,
-    debug: bool = False,
-) -> Proof:
-    """Prove that ``trace`` (``uint64[n, air.width]``, n a power of two >= 2) satisfies ``air``
-    with ``public_inputs``. ``debug=True`` first checks every constraint on the trace and names
-    the first failing one."""
-    config = config or StarkConfig()
-    if not isinstance(air, AIR):
-        raise TypeError(f"prove: air must be an AIR instance, got {type(air).__name__}")
-    trace = field_array(trace, "prove trace")
+def _tables(air_or_tables, trace, public_inputs) -> list[tuple[AIR, object, tuple]]:
+    if isinstance(air_or_tables, AIR):
+        return [(air_or_tables, trace, tuple(public_inputs))]
+    if trace is not None or tuple(public_inputs):
+        raise TypeError(
+            "prove: with a list of tables, give each table as (air, trace) or (air, trace, public_inputs) and pass "
+            "config by keyword"
+        )
+    try:
+        tables = list(air_or_tables)
+    except TypeError:
+        raise TypeError(f"prove: expected an AIR or a list of tables, got {type(air_or_tables).__name__}") from None
+    if not tables:
+        raise ValueError("prove: the list of tables is empty")
+    out = []
+    for i, t in enumerate(tables):
+        if not isinstance(t, (tuple, list)) or len(t) not in (2, 3) or not isinstance(t[0], AIR):
+            raise TypeError(f"prove: table {i} must be (air, trace) or (air, trace, public_inputs), got {t!r:.80}")
+        out.append((t[0], t[1], tuple(t[2]) if len(t) == 3 else ()))
+    return out
+
+
+def _checked(i: int, air: AIR, trace, public_inputs, config: StarkConfig):
+    """Validate one table; return (trace array, log_n, public array)."""
+    where = f"prove: table {i} ({air.name})"
+    trace = field_array(trace, f"{where} trace")
     if trace.ndim != 2 or trace.shape[1] != air.width:
-        raise ShapeError(f"prove: trace must have shape (rows, {air.width}) for {air.name}, got {tuple(trace.shape)}")
-    log_n = log2_exact(trace.shape[0], "prove: trace rows")
+        raise ShapeError(f"{where}: trace must have shape (rows, {air.width}), got {tuple(trace.shape)}")
+    log_n = log2_exact(trace.shape[0], f"{where}: trace rows")
     if log_n < 1:
-        raise ShapeError("prove: the trace needs at least 2 rows")
+        raise ShapeError(f"{where}: the trace needs at least 2 rows")
     if air.max_degree - 1 > config.blowup:
         raise ValueError(
             f"{air.name} has constraints of degree {air.max_degree}; blowup {config.blowup} supports at most "
             f"degree {config.blowup + 1}"
         )
     if log_n + config.log_blowup > 31:
-        raise ShapeError(f"prove: an LDE of 2^{log_n} rows at blowup {config.blowup} exceeds 2^31 rows")
+        raise ShapeError(f"{where}: an LDE of 2^{log_n} rows at blowup {config.blowup} exceeds 2^31 rows")
     air.check_height(log_n)
-    public = public_array(air, public_inputs)
-    if debug:
-        check_trace(air, trace, public_inputs)
+    return trace, log_n, public_array(air, public_inputs)
 
-    domain = make_domain(log_n, config.blowup)
-    tr = initial_transcript(air, config, log_n, public)
-    r1, tr = trace_commit(trace, domain, tr, hash_name=config.hash)
-    comp, tr = composition(air, domain, r1.lde, public, tr, hash_name=config.hash)
+
+def prove(
+    air: AIR | Sequence[tuple],
+    trace=None,
+    public_inputs: Sequence[int] = (),
+    config: StarkConfig | None = None,
+    *,
+    debug: bool = False,
+) -> Proof:
+    """Prove that ``trace`` (``uint64[n, air.width]``, n a power of two >= 2) satisfies ``air``
+    with ``public_inputs``; or, given a list of tables ``[(air, trace[, public_inputs]), ...]``
+    (``config`` by keyword), prove them together, their buses balanced.
+
+    ``debug=True`` first checks every constraint of every table and every bus, and names the
+    first failing constraint and row, or the unbalanced bus and a witness tuple."""
+    config = config or StarkConfig()
+    if not isinstance(config, StarkConfig):
+        raise TypeError(f"prove: config must be a StarkConfig, got {type(config).__name__}")
+    tables = _tables(air, trace, public_inputs)
+    checked = [_checked(i, a, t, p, config) for i, (a, t, p) in enumerate(tables)]
+    airs = tuple(a for a, _, _ in tables)
+    if debug:
+        for (a, _, p), (t, _, _) in zip(tables, checked, strict=True):
+            check_trace(a, t, p)
+        check_buses([(a, t) for a, (t, _, _) in zip(airs, checked, strict=True)])
+
+    log_ns = tuple(log_n for _, log_n, _ in checked)
+    domains = [make_domain(log_n, config.blowup) for log_n in log_ns]
+    tr = initial_transcript(airs, config, log_ns, tuple(p for _, _, p in checked))
+    mains = []
+    for (t, _, _), domain in zip(checked, domains, strict=True):
+        r1, tr = trace_commit(t, domain, tr, hash_name=config.hash)
+        mains.append(r1)
+    auxes, challenges = [None] * len(airs), None
+    if any(a.num_aux_columns for a in airs):
+        tr, challenges = logup_challenges(tr)
+        for i, (a, (t, _, _), domain) in enumerate(zip(airs, checked, domains, strict=True)):
+            if a.num_aux_columns:
+                auxes[i], tr = aux_commit(a, t, domain, challenges, tr, hash_name=config.hash)
+                if bool(auxes[i].degenerate):
+                    raise AirViolation(
+                        f"{a.name}: a LogUp fingerprint is zero (the challenges hit a tuple of the trace; probability "
+                        "about n / p^3); change the trace and prove again"
+                    )
+        sums = [np.zeros((0, 3), np.uint64) if x is None else np.asarray(x.sums) for x in auxes]
+        for bus, total in bus_balance(airs, sums).items():
+            if any(total):
+                warnings.warn(
+                    f"bus {bus!r} does not balance over the tables (prove with debug=True for a witness tuple); the "
+                    "proof will not verify",
+                    stacklevel=2,
+                )
+    proofs = [
+        _prove_table(i, a, checked[i][2], config, domains[i], mains[i], auxes[i], challenges, tr, debug)
+        for i, a in enumerate(airs)
+    ]
+    return Proof(config_id=config.fingerprint(), tables=tuple(proofs))
+
+
+def _prove_table(i, air, public, config, domain, r1, aux, challenges, tr, debug) -> TableProof:
+    """Rounds 2-5 of table ``i`` on its own fork of the transcript."""
+    tr = fork_table(tr, jnp.asarray(np.uint64(i)))
+    aux_lde, aux_coeffs = (None, None) if aux is None else (aux.lde, aux.coeffs)
+    logup = None if aux is None else (challenges, aux.sums)
+    comp, tr = composition(air, domain, r1.lde, aux_lde, logup, public, tr, hash_name=config.hash)
     if bool(comp.excess):
         message = (
             f"{air.name}: the composition polynomial is not of degree < {air.composition_parts} * n: the trace does "
@@ -146,29 +248,36 @@ def prove(
         )
         if debug:  # the trace passed check_trace, so a declared degree is wrong
             raise AirViolation(message)
-        warnings.warn(message + "; the proof will not verify", stacklevel=2)
-    ood, tr = out_of_domain(r1.coeffs, comp.parts_coeffs, tr, log_n=log_n)
+        warnings.warn(message + "; the proof will not verify", stacklevel=3)
+    ood, tr = out_of_domain(r1.coeffs, aux_coeffs, comp.parts_coeffs, tr, log_n=domain.log_n)
     fri, tr = deep_fri(
-        domain, r1.lde, comp.parts_lde, ood, tr, hash_name=config.hash, final_degree=config.fri_final_degree
+        domain, r1.lde, aux_lde, comp.parts_lde, ood, tr, hash_name=config.hash, final_degree=config.fri_final_degree
     )
     op, _ = queries(
-        r1, comp, fri, tr, grinding_bits=config.grinding_bits, num_queries=config.num_queries, log_size=domain.log_size
-    )
+        r1, aux, comp, fri, tr, grinding_bits=config.grinding_bits, num_queries=config.num_queries,
+        log_size=domain.log_size,
+    )  # fmt: skip
     host = jax.device_get
-    return Proof(
+    fri_roots = jnp.stack([nodes[1] for nodes in fri.nodes]) if fri.nodes else jnp.zeros((0, 32), jnp.uint8)
+    return TableProof(
         air_id=air.fingerprint(),
-        config_id=config.fingerprint(),
-        log_n=log_n,
+        log_n=domain.log_n,
         trace_root=host(r1.root),
+        aux_root=np.zeros((0, 32), np.uint8) if aux is None else host(aux.root)[None],
+        bus_sums=np.zeros((0, 3), np.uint64) if aux is None else host(aux.sums),
         parts_root=host(comp.root),
-        fri_roots=host(jnp.stack([nodes[1] for nodes in fri.nodes]) if fri.nodes else jnp.zeros((0, 32), jnp.uint8)),
+        fri_roots=host(fri_roots),
         trace_z=host(ood.trace_z),
         trace_zg=host(ood.trace_zg),
+        aux_z=host(ood.aux_z),
+        aux_zg=host(ood.aux_zg),
         parts_z=host(ood.parts_z),
         fri_final=host(fri.final),
         nonce=host(op.nonce),
         trace_rows=host(op.trace_rows),
         trace_paths=host(op.trace_paths),
+        aux_rows=host(op.aux_rows),
+        aux_paths=host(op.aux_paths),
         parts_rows=host(op.parts_rows),
         parts_paths=host(op.parts_paths),
         fri_rows=tuple(host(r) for r in op.fri_rows),

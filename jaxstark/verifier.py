@@ -1,19 +1,22 @@
-"""``verify``: check a single-table proof on the host CPU.
+"""``verify``: check a proof of one or more tables on the host CPU.
 
 Sections mirror the prover's rounds:
 
-0. format and shape: the proof belongs to this AIR and config, every array has the shape the
-   AIR, config and trace height imply, and every field element is canonical;
-1.-4. transcript replay: the same absorbs and squeezes as the prover, giving the composition
-   challenges, ``z``, ``gamma``, the FRI folding challenges;
-2'. out-of-domain check: the constraints evaluated at ``z`` from the claimed ``T(z), T(zw)``,
-   divided by their zerofiers and combined, equal ``sum_j z^(jn) H_j(z)``;
+0. format and shape: the proof has the statement's tables, each for its AIR and the config;
+   every array has the shape the AIR, config and trace height imply, and every field element is
+   canonical; every bus balances (the tables' published contributions sum to zero);
+1. shared transcript replay: statement, main roots, LogUp challenges, aux roots and bus sums;
+2.-4. per table, on its fork: the same absorbs and squeezes as the prover, giving the
+   composition challenges, ``z``, ``gamma``, the FRI folding challenges;
+2'. out-of-domain check: the constraints (main and aux) evaluated at ``z`` from the claimed
+   ``T(z), T(zw), A(z), A(zw)``, divided by their zerofiers and combined, equal
+   ``sum_j z^(jn) H_j(z)``;
 5. proof of work, query indices, Merkle paths of every opening, the DEEP value at each query
    from the opened rows equals the first FRI layer, every fold is consistent, and the last fold
    equals the final polynomial.
 
-Every rejection raises :class:`~jaxstark.errors.InvalidProof` with a ``code`` and a sentence;
-malformed input of any kind is a rejection, never a crash.
+Every rejection raises :class:`~jaxstark.errors.InvalidProof` with a ``code`` and a sentence
+naming the table (or the bus); malformed input of any kind is a rejection, never a crash.
 """
 
 from __future__ import annotations
@@ -31,14 +34,16 @@ from jaxstark.errors import InvalidProof, JaxstarkError, ShapeError
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
 from jaxstark.lde import DEFAULT_OFFSET
+from jaxstark.logup import AuxFrame
 from jaxstark.merkle import _verify as _verify_paths_core
 from jaxstark.ntt import intt
 from jaxstark.poly import _evaluate
-from jaxstark.proof import Proof
-from jaxstark.prover import initial_transcript, public_array
+from jaxstark.proof import Proof, TableProof
+from jaxstark.prover import bus_balance, fork_table, initial_transcript, public_array
+from jaxstark.rounds.r1_aux_commit import absorb_aux, logup_challenges
 from jaxstark.rounds.r2_composition import combine_constraints, num_constraints
-from jaxstark.rounds.r3_ood import OutOfDomain
-from jaxstark.rounds.r4_deep_fri import deep_combine, fold_pair, fri_num_layers
+from jaxstark.rounds.r3_ood import OutOfDomain, absorb_ood
+from jaxstark.rounds.r4_deep_fri import deep_combine, fold_pair, fri_num_layers, num_deep_terms
 
 __all__ = ["verify"]
 
@@ -58,31 +63,62 @@ def _expect(name: str, value, shape: tuple, dtype) -> np.ndarray:
     return a
 
 
+def _statement(air_or_statement, public_inputs, log_n) -> list[tuple[AIR, tuple, int | None]]:
+    if isinstance(air_or_statement, AIR):
+        if not (log_n is None or isinstance(log_n, int)):
+            raise TypeError(f"verify: log_n must be an int or None for one table, got {log_n!r}")
+        return [(air_or_statement, public_inputs, log_n)]
+    if tuple(public_inputs):
+        raise TypeError("verify: with a list of tables, give each as air or (air, public_inputs); config by keyword")
+    try:
+        entries = list(air_or_statement)
+    except TypeError:
+        raise TypeError(f"verify: expected an AIR or a list of tables, got {type(air_or_statement).__name__}") from None
+    pins = [None] * len(entries) if log_n is None else list(log_n)
+    if len(pins) != len(entries):
+        raise TypeError(f"verify: log_n lists {len(pins)} heights for {len(entries)} tables")
+    out = []
+    for i, e in enumerate(entries):
+        air, pub = (
+            (e, ())
+            if isinstance(e, AIR)
+            else (e[0], e[1])
+            if isinstance(e, (tuple, list)) and len(e) == 2
+            else (None, None)
+        )
+        if not isinstance(air, AIR):
+            raise TypeError(f"verify: table {i} must be an AIR or (air, public_inputs), got {e!r:.80}")
+        out.append((air, pub, pins[i]))
+    return out
+
+
 def verify(
-    air: AIR,
+    air: AIR | Sequence,
     proof: Proof | bytes,
     public_inputs: Sequence[int] = (),
     config: StarkConfig | None = None,
     *,
-    log_n: int | None = None,
+    log_n: int | Sequence[int | None] | None = None,
 ) -> bool:
-    """Return True if ``proof`` is valid for ``air``, ``public_inputs`` and ``config``; otherwise
-    raise :class:`InvalidProof` (``.code`` says which check failed).
+    """Return True if ``proof`` is valid for ``air``, ``public_inputs`` and ``config`` -- or, for
+    a statement of several tables ``[air or (air, public_inputs), ...]`` (``config`` by keyword),
+    for all of them with every bus balanced; otherwise raise :class:`InvalidProof` (``.code``
+    says which check failed, the message names the table or bus).
 
-    The trace height is the prover's choice and bound into the transcript; pass ``log_n`` when
-    the statement fixes it (a proof of another height is then rejected with ``wrong-height``)."""
+    Trace heights are the prover's choice and bound into the transcript; pass ``log_n`` (one
+    per table for a statement) when the statement fixes them (a proof of another height is then
+    rejected with ``wrong-height``)."""
     config = config or StarkConfig()
-    if not isinstance(air, AIR):
-        raise TypeError(f"verify: air must be an AIR instance, got {type(air).__name__}")
     if not isinstance(config, StarkConfig):
         raise TypeError(f"verify: config must be a StarkConfig, got {type(config).__name__}")
+    statement = _statement(air, public_inputs, log_n)
     try:
         if isinstance(proof, (bytes, bytearray, memoryview)):
             proof = Proof.from_bytes(proof)
         if not isinstance(proof, Proof):
             _reject("malformed", f"expected a Proof or its bytes, got {type(proof).__name__}")
         with jax.default_device(jax.devices("cpu")[0]):
-            _verify(air, proof, public_inputs, config, log_n)
+            _verify(statement, proof, config)
     except JaxstarkError:
         raise
     except (ValueError, TypeError, IndexError, OverflowError, KeyError) as exc:
@@ -90,71 +126,101 @@ def verify(
     return True
 
 
-def _verify(air: AIR, proof: Proof, public_inputs: Sequence[int], config: StarkConfig, expected_log_n) -> None:
-    # -- 0. identity and shapes ---------------------------------------------------------------
-    if proof.air_id != air.fingerprint():
-        _reject("wrong-air", f"the proof is for AIR '{proof.air_id}', not '{air.fingerprint()}'")
+def _verify(statement, proof: Proof, config: StarkConfig) -> None:
+    # -- 0. identity, shapes, buses -----------------------------------------------------------
     if proof.config_id != config.fingerprint():
         _reject("wrong-config", f"the proof used config '{proof.config_id}', not '{config.fingerprint()}'")
+    if not isinstance(proof.tables, tuple) or len(proof.tables) != len(statement):
+        _reject("tables", f"the proof has {len(proof.tables)} table(s), the statement {len(statement)}")
+    checked = [_check_table(t, air, pub, pin, table, config) for t, ((air, pub, pin), table) in
+               enumerate(zip(statement, proof.tables, strict=True))]  # fmt: skip
+    airs = tuple(air for air, _, _ in statement)
+    for bus, total in bus_balance(airs, [arrays["bus_sums"] for _, _, arrays in checked]).items():
+        if any(total):
+            tables = [f"{t} ({air.name})" for t, air in enumerate(airs) if bus in {i.bus for i in air.interactions()}]
+            _reject(
+                "bus", f"bus {bus!r} does not balance: the contributions of tables {', '.join(tables)} sum to {total}"
+            )
+
+    # -- 1. the shared transcript ---------------------------------------------------------------
+    log_ns = tuple(log_n for log_n, _, _ in checked)
+    publics = tuple(public for _, public, _ in checked)
+    tr = initial_transcript(airs, config, log_ns, publics)
+    for _, _, arrays in checked:
+        tr = tr.absorb_digest("trace root", jnp.asarray(arrays["trace_root"]))
+    challenges = None
+    if any(air.num_aux_columns for air in airs):
+        tr, challenges = logup_challenges(tr)
+        for air, (_, _, arrays) in zip(airs, checked, strict=True):
+            if air.num_aux_columns:
+                tr = absorb_aux(tr, jnp.asarray(arrays["aux_root"][0]), jnp.asarray(arrays["bus_sums"]))
+
+    # -- 2.-5. each table on its fork -----------------------------------------------------------
+    for t, (air, (log_n, public, arrays)) in enumerate(zip(airs, checked, strict=True)):
+        where = f"table {t} ({air.name}): "
+        try:
+            _verify_table(air, config, log_n, public, fork_table(tr, jnp.asarray(np.uint64(t))), challenges, arrays)
+        except InvalidProof as exc:
+            raise InvalidProof(exc.code, where + exc.reason) from None
+
+
+def _check_table(t: int, air: AIR, public_inputs, pin, table: TableProof, config: StarkConfig):
+    """Section 0 for one table: identity, height, and every array's shape; returns
+    ``(log_n, public, arrays)``."""
+    where = f"table {t} ({air.name}): "
+    if not isinstance(table, TableProof):
+        _reject("malformed", f"{where}expected a TableProof, got {type(table).__name__}")
+    if table.air_id != air.fingerprint():
+        _reject("wrong-air", f"{where}the proof is for AIR '{table.air_id}', not '{air.fingerprint()}'")
     try:
         public = public_array(air, public_inputs)
     except ValueError as exc:
-        _reject("public-inputs", str(exc))
-    log_n = proof.log_n
+        _reject("public-inputs", f"{where}{exc}")
+    log_n = table.log_n
     if not isinstance(log_n, int) or not 1 <= log_n <= 31 - config.log_blowup:
-        _reject("malformed", f"trace height 2^{log_n} is out of range")
-    if expected_log_n is not None and log_n != expected_log_n:
-        _reject("wrong-height", f"the proof is for 2^{log_n} rows, the statement says 2^{expected_log_n}")
+        _reject("malformed", f"{where}trace height 2^{log_n} is out of range")
+    if pin is not None and log_n != pin:
+        _reject("wrong-height", f"{where}the proof is for 2^{log_n} rows, the statement says 2^{pin}")
     try:
         air.check_height(log_n)
     except ShapeError as exc:
-        _reject("wrong-height", str(exc))
-    n, c, parts, q = 1 << log_n, air.width, air.composition_parts, config.num_queries
+        _reject("wrong-height", f"{where}{exc}")
+    c, a, parts, q = air.width, air.num_aux_columns, air.composition_parts, config.num_queries
+    buses = len({i.bus for i in air.interactions()})
     log_l = log_n + config.log_blowup
     layers = fri_num_layers(log_n, config.fri_final_degree)
     u8, u64 = np.uint8, np.uint64
-    trace_root = _expect("trace_root", proof.trace_root, (32,), u8)
-    parts_root = _expect("parts_root", proof.parts_root, (32,), u8)
-    fri_roots = _expect("fri_roots", proof.fri_roots, (layers, 32), u8)
-    ood = OutOfDomain(
-        z=jnp.zeros((3,), jnp.uint64),
-        trace_z=jnp.asarray(_expect("trace_z", proof.trace_z, (c, 3), u64)),
-        trace_zg=jnp.asarray(_expect("trace_zg", proof.trace_zg, (c, 3), u64)),
-        parts_z=jnp.asarray(_expect("parts_z", proof.parts_z, (parts, 3), u64)),
+    shapes = dict(
+        trace_root=((32,), u8), aux_root=((1 if a else 0, 32), u8), bus_sums=((buses, 3), u64),
+        parts_root=((32,), u8), fri_roots=((layers, 32), u8), trace_z=((c, 3), u64), trace_zg=((c, 3), u64),
+        aux_z=((a, 3), u64), aux_zg=((a, 3), u64), parts_z=((parts, 3), u64),
+        fri_final=(((1 << log_n) >> layers, 3), u64), nonce=((), u64), trace_rows=((q, c), u64),
+        trace_paths=((q, log_l, 32), u8), aux_rows=((q, 3 * a), u64), aux_paths=((q, log_l if a else 0, 32), u8),
+        parts_rows=((q, 3 * parts), u64), parts_paths=((q, log_l, 32), u8),
+    )  # fmt: skip
+    arrays = {name: _expect(where + name, getattr(table, name), *spec) for name, spec in shapes.items()}
+    if len(table.fri_rows) != layers or len(table.fri_paths) != layers:
+        _reject("malformed", f"{where}expected {layers} FRI layers, got {len(table.fri_rows)} / {len(table.fri_paths)}")
+    arrays["fri_rows"] = tuple(_expect(f"{where}fri_rows[{k}]", r, (q, 6), u64) for k, r in enumerate(table.fri_rows))
+    arrays["fri_paths"] = tuple(
+        _expect(f"{where}fri_paths[{k}]", p, (q, log_l - 1 - k, 32), u8) for k, p in enumerate(table.fri_paths)
     )
-    final = _expect("fri_final", proof.fri_final, (n >> layers, 3), u64)
-    nonce = _expect("nonce", proof.nonce, (), u64)
-    trace_rows = _expect("trace_rows", proof.trace_rows, (q, c), u64)
-    trace_paths = _expect("trace_paths", proof.trace_paths, (q, log_l, 32), u8)
-    parts_rows = _expect("parts_rows", proof.parts_rows, (q, 3 * parts), u64)
-    parts_paths = _expect("parts_paths", proof.parts_paths, (q, log_l, 32), u8)
-    if len(proof.fri_rows) != layers or len(proof.fri_paths) != layers:
-        _reject("malformed", f"expected {layers} FRI layers, got {len(proof.fri_rows)} / {len(proof.fri_paths)}")
-    fri_rows = [_expect(f"fri_rows[{k}]", r, (q, 6), u64) for k, r in enumerate(proof.fri_rows)]
-    fri_paths = [_expect(f"fri_paths[{k}]", p, (q, log_l - 1 - k, 32), u8) for k, p in enumerate(proof.fri_paths)]
+    return log_n, public, arrays
 
-    arrays = dict(
-        trace_root=trace_root,
-        parts_root=parts_root,
-        fri_roots=fri_roots,
-        trace_z=ood.trace_z,
-        trace_zg=ood.trace_zg,
-        parts_z=ood.parts_z,
-        final=final,
-        nonce=nonce,
-        trace_rows=trace_rows,
-        trace_paths=trace_paths,
-        parts_rows=parts_rows,
-        parts_paths=parts_paths,
-        fri_rows=tuple(fri_rows),
-        fri_paths=tuple(fri_paths),
-    )
-    out = jax.device_get(_verify_core(air, config, log_n, public, jax.tree.map(jnp.asarray, arrays)))
-    ood = OutOfDomain(jnp.asarray(out["z"]), ood.trace_z, ood.trace_zg, ood.parts_z)
-    _check_ood(air, ood, jnp.asarray(out["alphas"]), public, log_n)
+
+def _verify_table(air: AIR, config: StarkConfig, log_n: int, public, tr, challenges, arrays) -> None:
+    layers = fri_num_layers(log_n, config.fri_final_degree)
+    out = jax.device_get(_verify_core(air, config, log_n, public, tr, challenges, jax.tree.map(jnp.asarray, arrays)))
+    ood = OutOfDomain(*(jnp.asarray(x) for x in (out["z"], arrays["trace_z"], arrays["trace_zg"], arrays["parts_z"],
+                                                  arrays["aux_z"], arrays["aux_zg"])))  # fmt: skip
+    _check_ood(air, ood, jnp.asarray(out["alphas"]), public, log_n, challenges, arrays["bus_sums"])
     if not out["pow_ok"]:
         _reject("pow", f"the nonce does not satisfy the {config.grinding_bits}-bit proof of work")
-    for key, code, what in (("trace_ok", "trace-path", "trace"), ("parts_ok", "composition-path", "composition")):
+    for key, code, what in (
+        ("trace_ok", "trace-path", "trace"),
+        ("aux_ok", "aux-path", "aux trace"),
+        ("parts_ok", "composition-path", "composition"),
+    ):
         _first_bad(out[key], code, f"the {what} opening does not match its Merkle root")
     for k, ok in enumerate(out["fri_ok"]):
         _first_bad(ok, "fri-path", f"the FRI layer {k} opening does not match its Merkle root")
@@ -178,34 +244,35 @@ def _pow_index(base: int, exps: jax.Array, bits: int) -> jax.Array:
 
 
 @functools.partial(jax.jit, static_argnames=("air", "config", "log_n"))
-def _verify_core(air: AIR, config: StarkConfig, log_n: int, public, a) -> dict:
-    """Every check after the shape checks except the out-of-domain one, as one compiled program
-    (compiled once per AIR, config and trace height): transcript replay, proof of work, Merkle
-    paths, DEEP values, folds and the final polynomial. Returns flags per query."""
-    c, parts, q = air.width, air.composition_parts, config.num_queries
+def _verify_core(air: AIR, config: StarkConfig, log_n: int, public, tr, challenges, a) -> dict:
+    """Every check of one table after the shape checks except the out-of-domain one, as one
+    compiled program (compiled once per AIR, config and trace height), from the table's fork of
+    the transcript: replay, proof of work, Merkle paths, DEEP values, folds and the final
+    polynomial. Returns flags per query."""
+    c, aux_cols, parts, q = air.width, air.num_aux_columns, air.composition_parts, config.num_queries
     log_l = log_n + config.log_blowup
     layers = fri_num_layers(log_n, config.fri_final_degree)
 
-    tr = initial_transcript(air, config, log_n, public)
-    tr = tr.absorb_digest("trace root", a["trace_root"])
     tr, alphas = tr.challenge_ext("composition alphas", num_constraints(air))
     tr = tr.absorb_digest("composition root", a["parts_root"])
     tr, z = tr.challenge_ext("ood point")
-    tr = tr.absorb_ext("ood trace z", a["trace_z"]).absorb_ext("ood trace zg", a["trace_zg"])
-    tr = tr.absorb_ext("ood parts z", a["parts_z"])
+    tr = absorb_ood(tr, a["trace_z"], a["trace_zg"], a["parts_z"], a["aux_z"], a["aux_zg"])
     tr, gamma = tr.challenge_ext("deep gamma")
     betas = []
     for k in range(layers):
         tr = tr.absorb_digest(f"fri layer {k}", a["fri_roots"][k])
         tr, beta = tr.challenge_ext(f"fri beta {k}")
         betas.append(beta)
-    tr = tr.absorb_ext("fri final poly", a["final"])
+    tr = tr.absorb_ext("fri final poly", a["fri_final"])
     pow_ok = tr.pow_ok(a["nonce"], config.grinding_bits)
     tr = tr.absorb_base("pow nonce", a["nonce"][None])
     tr, idx = tr.query_indices("fri queries", q, 1 << log_l)
 
     trace_ok = _verify_paths_core(config.hash, log_l, a["trace_root"], idx, a["trace_rows"], a["trace_paths"])
     parts_ok = _verify_paths_core(config.hash, log_l, a["parts_root"], idx, a["parts_rows"], a["parts_paths"])
+    aux_ok = jnp.ones((q,), bool)
+    if aux_cols:
+        aux_ok = _verify_paths_core(config.hash, log_l, a["aux_root"][0], idx, a["aux_rows"], a["aux_paths"])
     fri_ok = []
     for k in range(layers):
         pos = idx & np.uint32((1 << (log_l - 1 - k)) - 1)
@@ -214,10 +281,11 @@ def _verify_core(air: AIR, config: StarkConfig, log_n: int, public, a) -> dict:
         )
 
     xs = gl._mul(_pow_index(gl.root_of_unity(log_l), idx, log_l), np.uint64(DEFAULT_OFFSET))
-    ood = OutOfDomain(z, a["trace_z"], a["trace_zg"], a["parts_z"])
+    ood = OutOfDomain(z, a["trace_z"], a["trace_zg"], a["parts_z"], a["aux_z"], a["aux_zg"])
     zg = fext._mul_base(z, np.uint64(gl.root_of_unity(log_n)))
-    g_pows = fext._powers(gamma, 2 * c + parts)
-    current = deep_combine(xs, a["trace_rows"], a["parts_rows"].reshape(q, parts, 3), ood, g_pows, zg)
+    g_pows = fext._powers(gamma, num_deep_terms(c, parts, aux_cols))
+    aux_rows, parts_rows = a["aux_rows"].reshape(q, aux_cols, 3), a["parts_rows"].reshape(q, parts, 3)
+    current = deep_combine(xs, a["trace_rows"], aux_rows, parts_rows, ood, g_pows, zg)
     layer_ok = []
     cur_idx = idx
     for k in range(layers):
@@ -233,7 +301,7 @@ def _verify_core(air: AIR, config: StarkConfig, log_n: int, public, a) -> dict:
         cur_idx = pos
     log_m = log_l - layers
     pts = gl._mul(_pow_index(gl.root_of_unity(log_m), cur_idx, log_m), np.uint64(pow(DEFAULT_OFFSET, 1 << layers, P)))
-    on_final = jax.vmap(lambda x: _evaluate(a["final"], x, True))(pts)
+    on_final = jax.vmap(lambda x: _evaluate(a["fri_final"], x, True))(pts)
     final_ok = jnp.all(on_final == current, axis=-1)
     return dict(
         alphas=alphas,
@@ -241,13 +309,14 @@ def _verify_core(air: AIR, config: StarkConfig, log_n: int, public, a) -> dict:
         pow_ok=pow_ok,
         trace_ok=trace_ok,
         parts_ok=parts_ok,
+        aux_ok=aux_ok,
         fri_ok=fri_ok,
         layer_ok=layer_ok,
         final_ok=final_ok,
     )
 
 
-def _check_ood(air: AIR, ood: OutOfDomain, alphas, public, log_n: int) -> None:
+def _check_ood(air: AIR, ood: OutOfDomain, alphas, public, log_n: int, challenges, sums) -> None:
     n = 1 << log_n
     z = ood.z
     cur = [Val(ood.trace_z[i], True) for i in range(air.width)]
@@ -262,9 +331,16 @@ def _check_ood(air: AIR, ood: OutOfDomain, alphas, public, log_n: int) -> None:
     zn_minus_1 = fext._sub(zn, fext.ones(()))
     if not np.asarray(zn_minus_1).any():
         _reject("ood", "the out-of-domain point lies in the trace domain")
+    aux = None
+    if air.num_aux_columns:
+        aux = AuxFrame(
+            [Val(ood.aux_z[i], True) for i in range(air.num_aux_columns)],
+            [Val(ood.aux_zg[i], True) for i in range(air.num_aux_columns)],
+            Val(challenges[0], True), Val(challenges[1], True), [Val(jnp.asarray(s), True) for s in sums],
+        )  # fmt: skip
     acc = combine_constraints(
         air, log_n, Val(z, True), Val(fext.inv(zn_minus_1), True), lambda d: Val(fext.inv(d.v), True),
-        cur, nxt, periodic, pub, alphas,
+        cur, nxt, periodic, pub, alphas, aux,
     )  # fmt: skip
     # sum_j z^(j n) H_j(z)
     total, zpow = fext.zeros(()), fext.ones(())

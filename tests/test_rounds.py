@@ -1,12 +1,14 @@
-"""Each round's outputs, shape by shape (chex), on a small proof run round by round."""
+"""Each round's outputs, shape by shape (chex), on a small proof run round by round (an ALU
+table with interactions, so the aux round runs too)."""
 
 import chex
 import jax.numpy as jnp
 
 import jaxstark as js
-from jaxstark.examples import EXAMPLES
-from jaxstark.prover import initial_transcript, public_array
+from jaxstark.examples import Alu, alu_trace
+from jaxstark.prover import fork_table, initial_transcript, public_array
 from jaxstark.rounds.domain import make_domain
+from jaxstark.rounds.r1_aux_commit import aux_commit, logup_challenges
 from jaxstark.rounds.r1_trace_commit import trace_commit
 from jaxstark.rounds.r2_composition import composition
 from jaxstark.rounds.r3_ood import out_of_domain
@@ -15,29 +17,47 @@ from jaxstark.rounds.r5_queries import queries
 
 
 def test_round_outputs_have_the_documented_shapes():
-    air, trace, public = EXAMPLES["alu"](5)
+    air, (trace, public) = Alu(bus=True), alu_trace(5)
     cfg = js.StarkConfig(blowup=4, num_queries=9, grinding_bits=3, fri_final_degree=4)
     log_n, c, parts, q = 5, air.width, air.composition_parts, cfg.num_queries
+    a = air.num_aux_columns
+    assert (a, parts) == (2, 2)  # bus "alu": one column; bus "range": two sends packed in one
     n, size = 1 << log_n, (1 << log_n) * cfg.blowup
     domain = make_domain(log_n, cfg.blowup)
-    tr = initial_transcript(air, cfg, log_n, public_array(air, public))
+    tr = initial_transcript((air,), cfg, (log_n,), (public_array(air, public),))
     chex.assert_shape(tr.state, (32,))
 
     r1, tr = trace_commit(trace, domain, tr, hash_name=cfg.hash)
     chex.assert_shape([r1.lde, r1.coeffs, r1.nodes], [(size, c), (n, c), (2 * size, 32)])
     chex.assert_type([r1.lde, r1.nodes], [jnp.uint64, jnp.uint8])
 
-    comp, tr = composition(air, domain, r1.lde, public_array(air, public), tr, hash_name=cfg.hash)
+    tr, challenges = logup_challenges(tr)
+    chex.assert_shape(challenges, (2, 3))
+    aux, tr = aux_commit(air, trace, domain, challenges, tr, hash_name=cfg.hash)
+    chex.assert_shape(
+        [aux.lde, aux.coeffs, aux.nodes, aux.sums, aux.degenerate],
+        [(size, 3 * a), (n, 3 * a), (2 * size, 32), (2, 3), ()],
+    )
+    tr = fork_table(tr, jnp.uint64(0))
+
+    comp, tr = composition(
+        air, domain, r1.lde, aux.lde, (challenges, aux.sums), public_array(air, public), tr, hash_name=cfg.hash
+    )
     chex.assert_shape(
         [comp.parts_coeffs, comp.parts_lde, comp.nodes, comp.excess],
         [(n, parts, 3), (size, parts, 3), (2 * size, 32), ()],
     )
     assert not bool(comp.excess)
 
-    ood, tr = out_of_domain(r1.coeffs, comp.parts_coeffs, tr, log_n=log_n)
-    chex.assert_shape([ood.z, ood.trace_z, ood.trace_zg, ood.parts_z], [(3,), (c, 3), (c, 3), (parts, 3)])
+    ood, tr = out_of_domain(r1.coeffs, aux.coeffs, comp.parts_coeffs, tr, log_n=log_n)
+    chex.assert_shape(
+        [ood.z, ood.trace_z, ood.trace_zg, ood.parts_z, ood.aux_z, ood.aux_zg],
+        [(3,), (c, 3), (c, 3), (parts, 3), (a, 3), (a, 3)],
+    )
 
-    fri, tr = deep_fri(domain, r1.lde, comp.parts_lde, ood, tr, hash_name=cfg.hash, final_degree=cfg.fri_final_degree)
+    fri, tr = deep_fri(
+        domain, r1.lde, aux.lde, comp.parts_lde, ood, tr, hash_name=cfg.hash, final_degree=cfg.fri_final_degree
+    )
     layers = fri_num_layers(log_n, cfg.fri_final_degree)
     assert len(fri.leaves) == len(fri.nodes) == layers == 3
     for k in range(layers):
@@ -46,11 +66,11 @@ def test_round_outputs_have_the_documented_shapes():
     chex.assert_shape(fri.final, (n >> layers, 3))
     assert not bool(fri.excess)
 
-    op, tr = queries(r1, comp, fri, tr, grinding_bits=cfg.grinding_bits, num_queries=q, log_size=domain.log_size)
+    op, tr = queries(r1, aux, comp, fri, tr, grinding_bits=cfg.grinding_bits, num_queries=q, log_size=domain.log_size)
     log_l = domain.log_size
     chex.assert_shape(
-        [op.nonce, op.indices, op.trace_rows, op.trace_paths, op.parts_rows, op.parts_paths],
-        [(), (q,), (q, c), (q, log_l, 32), (q, 3 * parts), (q, log_l, 32)],
+        [op.nonce, op.indices, op.trace_rows, op.trace_paths, op.aux_rows, op.aux_paths, op.parts_rows, op.parts_paths],
+        [(), (q,), (q, c), (q, log_l, 32), (q, 3 * a), (q, log_l, 32), (q, 3 * parts), (q, log_l, 32)],
     )
     for k in range(layers):
         chex.assert_shape([op.fri_rows[k], op.fri_paths[k]], [(q, 6), (q, log_l - 1 - k, 32)])

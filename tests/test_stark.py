@@ -32,15 +32,17 @@ def test_examples_prove_and_verify(name, log_n, blowup, hash):
     air, trace, public = EXAMPLES[name](log_n)
     cfg = small_config(blowup, hash)
     proof = js.prove(air, trace, public, cfg, debug=True)
+    table = proof.tables[0]
     n, c, q, parts = 1 << log_n, air.width, cfg.num_queries, air.composition_parts
     log_l = log_n + cfg.log_blowup
     chex.assert_shape(
-        [proof.trace_root, proof.trace_z, proof.parts_z, proof.trace_rows, proof.trace_paths, proof.parts_rows],
+        [table.trace_root, table.trace_z, table.parts_z, table.trace_rows, table.trace_paths, table.parts_rows],
         [(32,), (c, 3), (parts, 3), (q, c), (q, log_l, 32), (q, 3 * parts)],
     )
-    for k, (rows, paths) in enumerate(zip(proof.fri_rows, proof.fri_paths, strict=True)):
+    chex.assert_shape([table.aux_root, table.bus_sums, table.aux_rows], [(0, 32), (0, 3), (q, 0)])  # no interactions
+    for k, (rows, paths) in enumerate(zip(table.fri_rows, table.fri_paths, strict=True)):
         chex.assert_shape([rows, paths], [(q, 6), (q, log_l - 1 - k, 32)])
-    assert proof.fri_final.shape[0] <= cfg.fri_final_degree and proof.fri_final.shape[0] * 2 ** len(proof.fri_rows) == n
+    assert table.fri_final.shape[0] <= cfg.fri_final_degree and table.fri_final.shape[0] * 2 ** len(table.fri_rows) == n
     assert js.verify(air, proof, public, cfg)
     data = proof.to_bytes()
     assert js.verify(air, data, public, cfg)
@@ -218,7 +220,7 @@ def test_heights_the_air_cannot_carry_are_refused_by_both_sides():
     with pytest.raises(js.ShapeError, match="periodic column 0 has length 4"):
         js.prove(air, stepper_trace(1), (), cfg)
     proof = js.prove(air, stepper_trace(3), (), cfg)
-    forged = dataclasses.replace(proof, log_n=1)
+    forged = dataclasses.replace(proof, tables=(dataclasses.replace(proof.tables[0], log_n=1),))
     assert reject_code(air, forged, (), cfg) == "wrong-height"
 
 

@@ -39,6 +39,10 @@ Transition constraints (15, none reads the next row; degrees in parentheses):
 14.   ``out * out_inv + out_is_zero - 1``: together with 13, ``out_is_zero`` is the is-zero flag (2)
 
 No boundary constraints, no public inputs.
+
+With ``Alu(bus=True)`` the table also talks to other tables (see :mod:`.machine`): every real
+row sends ``(op, a, b, c, out)`` on the bus ``"alu"`` and its operands ``a`` and ``b`` on the
+bus ``"range"``, each with multiplicity ``is_real``.
 """
 
 from __future__ import annotations
@@ -52,8 +56,9 @@ import numpy as np
 
 from jaxstark.air import AIR, Val
 from jaxstark.field import goldilocks as gl
+from jaxstark.logup import Interaction
 
-__all__ = ["Alu", "alu_trace", "alu_example", "ALU_COLUMNS", "ALU_OPS"]
+__all__ = ["Alu", "alu_trace", "alu_rows", "alu_example", "ALU_COLUMNS", "ALU_OPS"]
 
 P = gl.P
 
@@ -80,6 +85,7 @@ class Alu(AIR):
     """Row-local ALU table (see the module docstring for the layout)."""
 
     width: int = eqx.field(static=True, default=len(ALU_COLUMNS))
+    bus: bool = eqx.field(static=True, default=False)
 
     def __check_init__(self):
         if self.width != len(ALU_COLUMNS):
@@ -91,6 +97,18 @@ class Alu(AIR):
 
     def constraint_degrees(self) -> tuple[int, ...]:
         return (2, 2, 2, 2, 1, 2, 1, 3, 2, 2, 2, 2, 2, 2, 2)
+
+    def interactions(self) -> list[Interaction]:
+        if not self.bus:
+            return []
+        def is_real(row):
+            return row[_COL["is_real"]]
+
+        return [
+            Interaction.send("alu", lambda row: [row[_COL[k]] for k in ("op", "a", "b", "c", "out")], is_real),
+            Interaction.send("range", lambda row: [row[_COL["a"]]], is_real),
+            Interaction.send("range", lambda row: [row[_COL["b"]]], is_real),
+        ]
 
     def transition(
         self, cur: Sequence[Val], nxt: Sequence[Val], periodic: Sequence[Val], public: Sequence[Val]
@@ -158,3 +176,9 @@ def alu_example(log_n: int, seed: int = 0) -> tuple[Alu, jnp.ndarray, tuple[()]]
     """``(air, trace, public)`` for ``EXAMPLES``."""
     trace, public = alu_trace(log_n, seed)
     return Alu(), trace, public
+
+
+def alu_rows(op: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> jnp.ndarray:
+    """The full trace from chosen operations (``op`` codes of :data:`ALU_OPS`; operands canonical
+    and zero on padding rows)."""
+    return _alu_columns(*(jnp.asarray(np.asarray(x, np.uint64)) for x in (op, a, b, c)))

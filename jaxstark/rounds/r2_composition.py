@@ -1,12 +1,14 @@
 """Round 2: the composition polynomial.
 
-Draw one extension challenge per constraint (transition and boundary), evaluate every
+Draw one extension challenge per constraint (transition, boundary, aux), evaluate every
 constraint on the LDE, divide by its zerofier, combine:
 
     H(x) = sum_i alpha_i C_i(x) (x - w^(n-1)) / (x^n - 1) + sum_j beta_j (T_c(x) - v) / (x - w^r)
+         + sum_k delta_k A_k(x) / (x^n - 1)
 
 (for a row-local AIR the factor ``x - w^(n-1)`` is dropped: its constraints hold on every row,
-the last one included)
+the last one included; the aux (LogUp) constraints ``A_k`` always hold on every row, see
+:mod:`jaxstark.logup`)
 
 ``x^n`` takes only ``blowup`` distinct values on the coset, so the transition zerofier costs
 ``blowup`` inversions; each boundary row costs one batch inversion over the LDE. H has degree
@@ -35,6 +37,7 @@ from jaxstark.air import AIR, Val
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
 from jaxstark.lde import _coset_interpolate, _evaluate_core, _lde_core
+from jaxstark.logup import AuxFrame, aux_constraints
 from jaxstark.merkle import _build
 from jaxstark.rounds.domain import Domain
 from jaxstark.transcript import Transcript
@@ -54,7 +57,8 @@ class Composition(eqx.Module):
 
 
 def num_constraints(air: AIR) -> int:
-    return len(air.constraint_degrees()) + len(air.boundary(tuple(range(air.num_public_inputs))))
+    boundary = air.boundary(tuple(range(air.num_public_inputs)))
+    return len(air.constraint_degrees()) + len(boundary) + air.num_aux_columns
 
 
 def periodic_values(air: AIR, domain: Domain) -> list[Array]:
@@ -77,9 +81,11 @@ def combine_constraints(
     periodic: Sequence[Val],
     pub: Sequence[Val],
     alphas: Array,
+    aux: AuxFrame | None = None,
 ) -> Array:
     """``sum_i alpha_i Q_i(x)`` over every constraint quotient at the point(s) ``x``, given
-    ``zn_inv = 1 / (x^n - 1)`` and a batch-capable ``inverse``. The prover calls it with base
+    ``zn_inv = 1 / (x^n - 1)``, a batch-capable ``inverse`` and, for a table with interactions,
+    its aux frame. The prover calls it with base
     arrays over the whole LDE, the verifier with extension values at ``z``; the result is an
     extension value (array with a trailing axis 3)."""
     n = 1 << log_n
@@ -100,16 +106,33 @@ def combine_constraints(
         if r not in inverses:
             inverses[r] = inverse(x - pow(g, r, gl.P))
         quotients.append((cur[col] - value) * inverses[r])
+    if air.num_aux_columns:
+        quotients += [a * zn_inv for a in aux_constraints(air, log_n, cur, aux)]
     acc = Val(fext.zeros(()), True)
     for alpha, q in zip(alphas, quotients, strict=True):
         acc = acc + Val(alpha, True) * q
     return acc.v
 
 
+def _ext_columns(a: Array) -> list[Val]:
+    """Extension columns ``(rows, 3a)`` (three base columns each) as ``a`` extension ``Val``s."""
+    return [Val(a[:, 3 * j : 3 * j + 3], True) for j in range(a.shape[1] // 3)]
+
+
 @functools.partial(jax.jit, static_argnames=("air", "hash_name"))
 def composition(
-    air: AIR, domain: Domain, lde: UInt64[Array, " L c"], public: UInt64[Array, " k"], tr: Transcript, *, hash_name: str
+    air: AIR,
+    domain: Domain,
+    lde: UInt64[Array, " L c"],
+    aux_lde: UInt64[Array, " L a3"] | None,
+    logup: tuple[UInt64[Array, " 2 3"], UInt64[Array, " buses 3"]] | None,
+    public: UInt64[Array, " k"],
+    tr: Transcript,
+    *,
+    hash_name: str,
 ) -> tuple[Composition, Transcript]:
+    """``logup`` is ``(challenges, bus sums)``; ``aux_lde`` and ``logup`` are ``None`` for a table
+    without interactions."""
     n, b = domain.n, domain.blowup
     pub = [Val(public[i]) for i in range(public.shape[0])]
     tr, alphas = tr.challenge_ext("composition alphas", num_constraints(air))
@@ -122,9 +145,16 @@ def composition(
     s_n = pow(domain.offset, n, gl.P)
     w_b = gl.root_of_unity(domain.log_blowup)
     inv_zn = np.array([pow((s_n * pow(w_b, t, gl.P) - 1) % gl.P, gl.P - 2, gl.P) for t in range(b)], np.uint64)
+    aux = None
+    if air.num_aux_columns:
+        (challenges, sums), aux_nxt = logup, jnp.roll(aux_lde, -b, axis=0)
+        aux = AuxFrame(
+            _ext_columns(aux_lde), _ext_columns(aux_nxt), Val(challenges[0], True), Val(challenges[1], True),
+            [Val(s, True) for s in sums],
+        )  # fmt: skip
     acc = combine_constraints(
         air, domain.log_n, Val(xs), Val(jnp.tile(jnp.asarray(inv_zn), n)), lambda d: Val(gl._batch_inv(d.v)),
-        cur, nxt, periodic, pub, alphas,
+        cur, nxt, periodic, pub, alphas, aux,
     )  # fmt: skip
 
     parts = air.composition_parts

@@ -1,9 +1,10 @@
 """Round 3: out-of-domain evaluations.
 
-Draw ``z`` in the extension field; evaluate every trace column at ``z`` and at ``z * w`` (the
-next row) and every composition part at ``z``; absorb them.
+Draw ``z`` in the extension field; evaluate every trace column (main, then aux when the table
+has interactions) at ``z`` and at ``z * w`` (the next row) and every composition part at ``z``;
+absorb them.
 
-Keeps: the evaluations (DEEP, proof). Drops: the trace and part coefficients.
+Keeps: the evaluations (DEEP, proof). Drops: the trace, aux and part coefficients.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from jaxstark.field import goldilocks as gl
 from jaxstark.poly import _evaluate
 from jaxstark.transcript import Transcript
 
-__all__ = ["OutOfDomain", "out_of_domain"]
+__all__ = ["OutOfDomain", "out_of_domain", "absorb_ood"]
 
 
 class OutOfDomain(eqx.Module):
@@ -29,11 +30,26 @@ class OutOfDomain(eqx.Module):
     trace_z: UInt64[Array, " c 3"]
     trace_zg: UInt64[Array, " c 3"]
     parts_z: UInt64[Array, " P 3"]
+    aux_z: UInt64[Array, " a 3"]  # (0, 3) without interactions
+    aux_zg: UInt64[Array, " a 3"]
+
+
+def absorb_ood(tr: Transcript, trace_z, trace_zg, parts_z, aux_z, aux_zg) -> Transcript:
+    """The round's absorbs (shared with the verifier's replay)."""
+    tr = tr.absorb_ext("ood trace z", trace_z).absorb_ext("ood trace zg", trace_zg).absorb_ext("ood parts z", parts_z)
+    if aux_z.shape[0]:
+        tr = tr.absorb_ext("ood aux z", aux_z).absorb_ext("ood aux zg", aux_zg)
+    return tr
 
 
 @functools.partial(jax.jit, static_argnames="log_n")
 def out_of_domain(
-    trace_coeffs: UInt64[Array, " n c"], parts_coeffs: UInt64[Array, " n P 3"], tr: Transcript, *, log_n: int
+    trace_coeffs: UInt64[Array, " n c"],
+    aux_coeffs: UInt64[Array, " n a3"] | None,
+    parts_coeffs: UInt64[Array, " n P 3"],
+    tr: Transcript,
+    *,
+    log_n: int,
 ) -> tuple[OutOfDomain, Transcript]:
     tr, z = tr.challenge_ext("ood point")
     g = jnp.asarray(np.uint64(gl.root_of_unity(log_n)))
@@ -41,5 +57,10 @@ def out_of_domain(
     trace_z = _evaluate(trace_coeffs, z, False)
     trace_zg = _evaluate(trace_coeffs, zg, False)
     parts_z = _evaluate(parts_coeffs, z, True)
-    tr = tr.absorb_ext("ood trace z", trace_z).absorb_ext("ood trace zg", trace_zg).absorb_ext("ood parts z", parts_z)
-    return OutOfDomain(z, trace_z, trace_zg, parts_z), tr
+    if aux_coeffs is None:
+        aux_z = aux_zg = jnp.zeros((0, 3), jnp.uint64)
+    else:
+        ext_coeffs = aux_coeffs.reshape(aux_coeffs.shape[0], -1, 3)
+        aux_z, aux_zg = _evaluate(ext_coeffs, z, True), _evaluate(ext_coeffs, zg, True)
+    tr = absorb_ood(tr, trace_z, trace_zg, parts_z, aux_z, aux_zg)
+    return OutOfDomain(z, trace_z, trace_zg, parts_z, aux_z, aux_zg), tr

@@ -2,8 +2,11 @@
 
 DEEP: with one extension challenge ``gamma`` and its powers ``g_k``,
 
-    D(x) = [sum_i g_i (T_i(x) - T_i(z)) + sum_j g_(2c+j) (H_j(x) - H_j(z))] / (x - z)
-         + [sum_i g_(c+i) (T_i(x) - T_i(z w))] / (x - z w)
+    D(x) = [sum_i g_i (T_i(x) - T_i(z)) + sum_j g_(2c+j) (H_j(x) - H_j(z))
+            + sum_k g_(2c+P+k) (A_k(x) - A_k(z))] / (x - z)
+         + [sum_i g_(c+i) (T_i(x) - T_i(z w)) + sum_k g_(2c+P+a+k) (A_k(x) - A_k(z w))] / (x - z w)
+
+(``T`` the ``c`` main columns, ``H`` the ``P`` composition parts, ``A`` the ``a`` aux columns)
 
 evaluated on the LDE (one batch inversion each for ``x - z`` and ``x - z w``). D has degree < n
 when every claimed OOD value is right.
@@ -41,7 +44,7 @@ from jaxstark.rounds.domain import Domain
 from jaxstark.rounds.r3_ood import OutOfDomain
 from jaxstark.transcript import Transcript
 
-__all__ = ["FriCommitment", "deep_fri", "fri_num_layers", "deep_combine", "fold_pair"]
+__all__ = ["FriCommitment", "deep_fri", "fri_num_layers", "deep_combine", "fold_pair", "num_deep_terms"]
 
 INV2 = np.uint64((gl.P + 1) // 2)
 
@@ -68,15 +71,23 @@ def _dot_ext_ext(h: Array, g: Array) -> Array:
     return gl._sum(fext._mul(h, g), -2)
 
 
-def deep_combine(xs, trace_rows, parts_rows, ood: OutOfDomain, g_pows, zg):
-    """D at points ``xs`` (base, (q,)) from trace rows (q, c) and part rows (q, P, 3). Used by
-    the prover over the whole LDE and by the verifier at the queried points."""
-    c = trace_rows.shape[-1]
-    g1, g2, g3 = g_pows[:c], g_pows[c : 2 * c], g_pows[2 * c :]
+def num_deep_terms(c: int, parts: int, aux: int) -> int:
+    return 2 * c + parts + 2 * aux
+
+
+def deep_combine(xs, trace_rows, aux_rows, parts_rows, ood: OutOfDomain, g_pows, zg):
+    """D at points ``xs`` (base, (q,)) from trace rows (q, c), aux rows (q, a, 3) and part rows
+    (q, P, 3). Used by the prover over the whole LDE and by the verifier at the queried points."""
+    c, parts, a = trace_rows.shape[-1], parts_rows.shape[-2], aux_rows.shape[-2]
+    g1, g2, g3 = g_pows[:c], g_pows[c : 2 * c], g_pows[2 * c : 2 * c + parts]
+    g4, g5 = g_pows[2 * c + parts : 2 * c + parts + a], g_pows[2 * c + parts + a :]
     const_z = fext._add(_dot_ext_ext(ood.trace_z, g1), _dot_ext_ext(ood.parts_z, g3))
     const_zg = _dot_ext_ext(ood.trace_zg, g2)
     num_z = fext._sub(fext._add(_dot_base_ext(trace_rows, g1), _dot_ext_ext(parts_rows, g3)), const_z)
     num_zg = fext._sub(_dot_base_ext(trace_rows, g2), const_zg)
+    if a:
+        num_z = fext._add(num_z, fext._sub(_dot_ext_ext(aux_rows, g4), _dot_ext_ext(ood.aux_z, g4)))
+        num_zg = fext._add(num_zg, fext._sub(_dot_ext_ext(aux_rows, g5), _dot_ext_ext(ood.aux_zg, g5)))
     x = fext._embed(xs)
     inv_z = fext._batch_inv(fext._sub(x, ood.z))
     inv_zg = fext._batch_inv(fext._sub(x, zg))
@@ -94,6 +105,7 @@ def fold_pair(a: Array, b: Array, x_inv: Array, beta: Array) -> Array:
 def deep_fri(
     domain: Domain,
     trace_lde: UInt64[Array, " L c"],
+    aux_lde: UInt64[Array, " L a3"] | None,
     parts_lde: UInt64[Array, " L P 3"],
     ood: OutOfDomain,
     tr: Transcript,
@@ -102,10 +114,12 @@ def deep_fri(
     final_degree: int,
 ) -> tuple[FriCommitment, Transcript]:
     c, parts = trace_lde.shape[1], parts_lde.shape[1]
+    size = trace_lde.shape[0]
+    aux_rows = jnp.zeros((size, 0, 3), jnp.uint64) if aux_lde is None else aux_lde.reshape(size, -1, 3)
     tr, gamma = tr.challenge_ext("deep gamma")
-    g_pows = fext._powers(gamma, 2 * c + parts)
+    g_pows = fext._powers(gamma, num_deep_terms(c, parts, aux_rows.shape[1]))
     zg = fext._mul_base(ood.z, np.uint64(gl.root_of_unity(domain.log_n)))
-    f = deep_combine(domain.points(), trace_lde, parts_lde, ood, g_pows, zg)
+    f = deep_combine(domain.points(), trace_lde, aux_rows, parts_lde, ood, g_pows, zg)
 
     layers = fri_num_layers(domain.log_n, final_degree)
     offset = domain.offset

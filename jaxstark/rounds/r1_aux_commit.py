@@ -1,0 +1,66 @@
+"""Round 1, second half: the aux (LogUp) trace of a table with interactions.
+
+After every table's main root is absorbed (in table order), two extension challenges
+``beta, gamma`` are drawn once (:func:`logup_challenges`) and shared by all tables. Each table with
+interactions then builds its aux columns from its trace (:func:`jaxstark.logup.build_aux`:
+fingerprints, one batch inversion, term columns, running sums), interpolates and extends them
+like the main trace (each extension column as three base columns), commits them, and absorbs its
+aux root and its bus contributions (in table order). Tables without interactions skip this round
+entirely.
+
+Keeps: the aux LDE (composition, DEEP, openings), its coefficients (OOD), its tree (openings),
+the bus contributions (proof). Drops: the aux columns on the trace domain and every inverse.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import equinox as eqx
+import jax
+from jaxtyping import Array, Bool, UInt8, UInt64
+
+from jaxstark.air import AIR
+from jaxstark.lde import _evaluate_core
+from jaxstark.logup import build_aux
+from jaxstark.merkle import _build
+from jaxstark.ntt import _intt_core
+from jaxstark.rounds.domain import Domain
+from jaxstark.transcript import Transcript
+
+__all__ = ["AuxCommitment", "aux_commit", "logup_challenges", "absorb_aux"]
+
+
+class AuxCommitment(eqx.Module):
+    lde: UInt64[Array, " L a3"]
+    coeffs: UInt64[Array, " n a3"]
+    nodes: UInt8[Array, " two_L 32"]
+    sums: UInt64[Array, " buses 3"]
+    degenerate: Bool[Array, ""]
+
+    @property
+    def root(self) -> UInt8[Array, " 32"]:
+        return self.nodes[1]
+
+
+@jax.jit
+def logup_challenges(tr: Transcript) -> tuple[Transcript, UInt64[Array, " 2 3"]]:
+    """``(beta, gamma)``, drawn once after every main commitment."""
+    return tr.challenge_ext("logup challenges", 2)
+
+
+def absorb_aux(tr: Transcript, root: UInt8[Array, " 32"], sums: UInt64[Array, " buses 3"]) -> Transcript:
+    """The round's absorbs (shared with the verifier's replay)."""
+    return tr.absorb_digest("aux root", root).absorb_ext("bus sums", sums)
+
+
+@functools.partial(jax.jit, static_argnames=("air", "hash_name"))
+def aux_commit(
+    air: AIR, trace: UInt64[Array, " n c"], domain: Domain, challenges: UInt64[Array, " 2 3"], tr: Transcript, *,
+    hash_name: str,
+) -> tuple[AuxCommitment, Transcript]:  # fmt: skip
+    aux, sums, degenerate = build_aux(air, trace, challenges[0], challenges[1])
+    coeffs = _intt_core(aux.reshape(domain.n, -1), domain.lde.ntt)
+    lde = _evaluate_core(coeffs, domain.lde)
+    nodes = _build(lde, hash_name)
+    return AuxCommitment(lde, coeffs, nodes, sums, degenerate), absorb_aux(tr, nodes[1], sums)
