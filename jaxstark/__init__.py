@@ -15,6 +15,7 @@ from jaxstark.air import AIR, Val  # noqa: E402
 from jaxstark.config import StarkConfig  # noqa: E402
 from jaxstark.errors import (  # noqa: E402
     AirViolation,
+    BusImbalance,
     FieldDtypeError,
     InvalidProof,
     JaxstarkError,
@@ -24,7 +25,8 @@ from jaxstark.errors import (  # noqa: E402
     X64DisabledError,
 )
 from jaxstark.field import ext, gl  # noqa: E402
-from jaxstark.proof import Proof  # noqa: E402
+from jaxstark.logup import Interaction  # noqa: E402
+from jaxstark.proof import Proof, TableProof  # noqa: E402
 from jaxstark.prover import prove  # noqa: E402
 from jaxstark.transcript import Transcript  # noqa: E402
 from jaxstark.verifier import verify  # noqa: E402
@@ -45,11 +47,14 @@ __all__ = [
     "Transcript",
     "AIR",
     "Val",
+    "Interaction",
     "StarkConfig",
     "Proof",
+    "TableProof",
     "prove",
     "verify",
     "AirViolation",
+    "BusImbalance",
     "InvalidProof",
     "ProofFormatError",
     "JaxstarkError",

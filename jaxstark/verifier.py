@@ -145,15 +145,10 @@ def _verify(statement, proof: Proof, config: StarkConfig) -> None:
     # -- 1. the shared transcript ---------------------------------------------------------------
     log_ns = tuple(log_n for log_n, _, _ in checked)
     publics = tuple(public for _, public, _ in checked)
-    tr = initial_transcript(airs, config, log_ns, publics)
-    for _, _, arrays in checked:
-        tr = tr.absorb_digest("trace root", jnp.asarray(arrays["trace_root"]))
-    challenges = None
-    if any(air.num_aux_columns for air in airs):
-        tr, challenges = logup_challenges(tr)
-        for air, (_, _, arrays) in zip(airs, checked, strict=True):
-            if air.num_aux_columns:
-                tr = absorb_aux(tr, jnp.asarray(arrays["aux_root"][0]), jnp.asarray(arrays["bus_sums"]))
+    commitments = [
+        {k: jnp.asarray(arrays[k]) for k in ("trace_root", "aux_root", "bus_sums")} for _, _, arrays in checked
+    ]
+    tr, challenges = _shared_transcript(airs, config, log_ns, publics, commitments)
 
     # -- 2.-5. each table on its fork -----------------------------------------------------------
     for t, (air, (log_n, public, arrays)) in enumerate(zip(airs, checked, strict=True)):
@@ -162,6 +157,22 @@ def _verify(statement, proof: Proof, config: StarkConfig) -> None:
             _verify_table(air, config, log_n, public, fork_table(tr, jnp.asarray(np.uint64(t))), challenges, arrays)
         except InvalidProof as exc:
             raise InvalidProof(exc.code, where + exc.reason) from None
+
+
+@functools.partial(jax.jit, static_argnames=("airs", "config", "log_ns"))
+def _shared_transcript(airs, config, log_ns, publics, commitments):
+    """Section 1 as one compiled program: the statement, every main root, the LogUp challenges
+    (``None`` when no table has interactions), every aux root and bus sums."""
+    tr = initial_transcript(airs, config, log_ns, publics)
+    for c in commitments:
+        tr = tr.absorb_digest("trace root", c["trace_root"])
+    challenges = None
+    if any(air.num_aux_columns for air in airs):
+        tr, challenges = logup_challenges(tr)
+        for air, c in zip(airs, commitments, strict=True):
+            if air.num_aux_columns:
+                tr = absorb_aux(tr, c["aux_root"][0], c["bus_sums"])
+    return tr, challenges
 
 
 def _check_table(t: int, air: AIR, public_inputs, pin, table: TableProof, config: StarkConfig):

@@ -49,10 +49,10 @@ def test_public_surface_is_pinned():
             # modules
             "errors", "field", "gl", "ext", "ntt", "lde", "poly", "hash", "merkle", "transcript",
             # proving
-            "AIR", "Val", "StarkConfig", "Proof", "prove", "verify", "Transcript",
+            "AIR", "Val", "Interaction", "StarkConfig", "Proof", "TableProof", "prove", "verify", "Transcript",
             # errors
             "JaxstarkError", "NonCanonicalError", "FieldDtypeError", "ShapeError", "X64DisabledError",
-            "AirViolation", "InvalidProof", "ProofFormatError",
+            "AirViolation", "BusImbalance", "InvalidProof", "ProofFormatError",
         ]
     )  # fmt: skip
     for name in jaxstark.__all__:

@@ -101,6 +101,7 @@ class Alu(AIR):
     def interactions(self) -> list[Interaction]:
         if not self.bus:
             return []
+
         def is_real(row):
             return row[_COL["is_real"]]
 
