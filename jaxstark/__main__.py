@@ -15,7 +15,7 @@ import jax
 
 import jaxstark as js
 from jaxstark.errors import JaxstarkError
-from jaxstark.examples import EXAMPLES
+from jaxstark.examples import TABLE_EXAMPLES, example_tables
 from jaxstark.hash import HASHES
 
 
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m jaxstark",
         description="Prove and verify an example AIR (CPU by default) and report times and proof size.",
     )
-    ap.add_argument("--example", choices=sorted(EXAMPLES), default="fibonacci")
+    ap.add_argument("--example", choices=TABLE_EXAMPLES, default="fibonacci", help="machine: three tables on two buses")
     ap.add_argument("--log-rows", type=int, default=10, help="trace height is 2^LOG_ROWS (default 10)")
     ap.add_argument("--blowup", type=int, default=4, help="LDE blowup, a power of two >= 2 (default 4)")
     ap.add_argument("--queries", type=int, default=40)
@@ -41,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hash", choices=sorted(HASHES), default="blake3")
     ap.add_argument("--device", choices=["cpu", "gpu", "default"], default="cpu")
     args = ap.parse_args(argv)
-    if not 1 <= args.log_rows <= 26:
-        ap.error("--log-rows must be in [1, 26]")
+    if not (2 if args.example == "machine" else 1) <= args.log_rows <= 26:
+        ap.error("--log-rows must be in [1, 26] ([2, 26] for the machine)")
     try:
         config = js.StarkConfig(
             blowup=args.blowup, num_queries=args.queries, grinding_bits=args.grinding, hash=args.hash
@@ -65,18 +65,22 @@ def _timed(fn):
 def _run(args: argparse.Namespace, config: js.StarkConfig) -> int:
     dev = _device(args.device)
     with jax.default_device(dev):
-        air, trace, public = EXAMPLES[args.example](args.log_rows)
-        proof, first = _timed(lambda: js.prove(air, trace, public, config))
-        proof, again = _timed(lambda: js.prove(air, trace, public, config))
+        tables = example_tables(args.example, args.log_rows)
+        proof, first = _timed(lambda: js.prove(tables, config=config))
+        proof, again = _timed(lambda: js.prove(tables, config=config))
     data = proof.to_bytes()
+    statement = [(air, public) for air, _, public in tables]
     try:
-        _, vfirst = _timed(lambda: js.verify(air, data, public, config))
-        _, vagain = _timed(lambda: js.verify(air, data, public, config))
+        _, vfirst = _timed(lambda: js.verify(statement, data, config=config))
+        _, vagain = _timed(lambda: js.verify(statement, data, config=config))
     except js.InvalidProof as exc:
         print(f"jaxstark: the proof was REJECTED: {exc}", file=sys.stderr)
         return 1
-    print(f"jaxstark: {air.name} on {dev.platform}:{dev.id} ({dev.device_kind})")
-    print(f"  trace      2^{args.log_rows} rows x {air.width} columns, blowup {config.blowup}, hash {config.hash}")
+    print(f"jaxstark: {args.example} on {dev.platform}:{dev.id} ({dev.device_kind})")
+    for air, trace, _ in tables:
+        aux = f", {air.num_aux_columns} aux" if air.num_aux_columns else ""
+        print(f"  table      {air.name}: 2^{trace.shape[0].bit_length() - 1} rows x {air.width} columns{aux}")
+    print(f"  config     blowup {config.blowup}, hash {config.hash}")
     print(f"  security   {config.security_report()}")
     print(f"  prove      {1e3 * again:9.1f} ms  (first call {first:.1f} s, including compilation)")
     print(f"  verify     {1e3 * vagain:9.1f} ms  (first call {vfirst:.1f} s, including compilation)")

@@ -5,9 +5,12 @@
 * :class:`Alu` (:mod:`.alu`): a 13-column row-local ALU table (add/sub/mul/muladd + padding).
 * :class:`WideRounds` (:mod:`.wide`): a row-local table of 316 (default) columns of degree-3
   rounds, a memory stress shape.
+* the machine (:mod:`.machine`): ``Alu(bus=True)``, :class:`Program` and :class:`RangeTable`,
+  three tables of different heights on two LogUp buses.
 
 ``EXAMPLES[name](log_n, seed=0)`` returns ``(air, trace, public_inputs)`` with ``trace`` a
-``uint64[2^log_n, air.width]`` JAX array.
+``uint64[2^log_n, air.width]`` JAX array; ``example_tables(name, log_n)`` returns any example,
+the machine included, as a list of such tables (what :func:`jaxstark.prove` takes).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import jax.numpy as jnp
 from jaxstark.air import AIR
 from jaxstark.examples.alu import ALU_COLUMNS, ALU_OPS, Alu, alu_example, alu_trace
 from jaxstark.examples.fibonacci import Fibonacci, fibonacci_example, fibonacci_trace
+from jaxstark.examples.machine import Program, RangeTable, machine_example
 from jaxstark.examples.wide import DEFAULT_WIDTH, WideRounds, round_constants, wide_example, wide_trace
 
 __all__ = [
@@ -32,7 +36,11 @@ __all__ = [
     "wide_trace",
     "round_constants",
     "DEFAULT_WIDTH",
+    "Program",
+    "RangeTable",
     "EXAMPLES",
+    "TABLE_EXAMPLES",
+    "example_tables",
 ]
 
 EXAMPLES: dict[str, Callable[..., tuple[AIR, jnp.ndarray, tuple[int, ...]]]] = {
@@ -40,3 +48,15 @@ EXAMPLES: dict[str, Callable[..., tuple[AIR, jnp.ndarray, tuple[int, ...]]]] = {
     "alu": alu_example,
     "wide": wide_example,
 }
+
+TABLE_EXAMPLES = (*EXAMPLES, "machine")
+
+
+def example_tables(name: str, log_n: int, seed: int = 0) -> list[tuple[AIR, jnp.ndarray, tuple[int, ...]]]:
+    """Any example as a list of ``(air, trace, public_inputs)`` tables (the machine's ALU has
+    ``2^log_n`` rows)."""
+    if name == "machine":
+        return machine_example(log_n, seed=seed)
+    if name not in EXAMPLES:
+        raise ValueError(f"unknown example {name!r}; choose from {list(TABLE_EXAMPLES)}")
+    return [EXAMPLES[name](log_n, seed)]
