@@ -16,6 +16,8 @@ from jaxstark.config import StarkConfig  # noqa: E402
 from jaxstark.errors import (  # noqa: E402
     AirViolation,
     BusImbalance,
+    DeviceBudgetExceeded,
+    DeviceFailure,
     FieldDtypeError,
     InvalidProof,
     JaxstarkError,
@@ -26,6 +28,7 @@ from jaxstark.errors import (  # noqa: E402
 )
 from jaxstark.field import ext, gl  # noqa: E402
 from jaxstark.logup import Interaction  # noqa: E402
+from jaxstark.memory import Plan, plan  # noqa: E402
 from jaxstark.proof import Proof, TableProof  # noqa: E402
 from jaxstark.prover import prove  # noqa: E402
 from jaxstark.transcript import Transcript  # noqa: E402
@@ -53,8 +56,12 @@ __all__ = [
     "TableProof",
     "prove",
     "verify",
+    "plan",
+    "Plan",
     "AirViolation",
     "BusImbalance",
+    "DeviceBudgetExceeded",
+    "DeviceFailure",
     "InvalidProof",
     "ProofFormatError",
     "JaxstarkError",

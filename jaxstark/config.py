@@ -26,6 +26,14 @@ class StarkConfig(eqx.Module):
     * ``fri_final_degree``: FRI stops folding when the polynomial's degree bound is at most
       this (a power of two >= 1); the final polynomial's coefficients are sent in clear.
     * ``hash``: ``"blake3"`` (default), ``"keccak256"`` or ``"poseidon2"``.
+
+    Memory knobs (they change where and whether a proof runs, never the proof itself, so they
+    are not part of the fingerprint; see :mod:`jaxstark.memory`):
+
+    * ``vram_budget_mb``: the device budget in MiB (``JAXSTARK_VRAM_BUDGET_MB`` overrides it;
+      default: XLA's allocator limit times the headroom);
+    * ``device_row_floor_log2``: tables of fewer than ``2^k`` rows run on the CPU device when the
+      target is an accelerator (default 14).
     """
 
     blowup: int = eqx.field(static=True, default=4)
@@ -33,6 +41,8 @@ class StarkConfig(eqx.Module):
     grinding_bits: int = eqx.field(static=True, default=16)
     fri_final_degree: int = eqx.field(static=True, default=64)
     hash: str = eqx.field(static=True, default="blake3")
+    vram_budget_mb: float | None = eqx.field(static=True, default=None)
+    device_row_floor_log2: int = eqx.field(static=True, default=14)
 
     def __check_init__(self) -> None:
         b = self.blowup
@@ -45,6 +55,12 @@ class StarkConfig(eqx.Module):
         f = self.fri_final_degree
         if not isinstance(f, int) or f < 1 or f & (f - 1):
             raise ValueError(f"StarkConfig.fri_final_degree must be a power of two >= 1, got {f!r}")
+        mb = self.vram_budget_mb
+        if mb is not None and (isinstance(mb, bool) or not isinstance(mb, (int, float)) or not mb > 0):
+            raise ValueError(f"StarkConfig.vram_budget_mb must be a positive number of MiB or None, got {mb!r}")
+        floor = self.device_row_floor_log2
+        if isinstance(floor, bool) or not isinstance(floor, int) or not 0 <= floor <= 31:
+            raise ValueError(f"StarkConfig.device_row_floor_log2 must be an int in [0, 31], got {floor!r}")
         if self.hash not in HASHES:
             raise ValueError(f"StarkConfig.hash must be one of {sorted(HASHES)}, got {self.hash!r}")
 

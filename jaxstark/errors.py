@@ -55,3 +55,25 @@ class BusImbalance(AirViolation):
     def __init__(self, bus: str, message: str):
         super().__init__(message)
         self.bus = bus
+
+
+class DeviceBudgetExceeded(JaxstarkError, MemoryError):
+    """A round's planned device set exceeds the memory budget; raised by the planner before any
+    round is dispatched. Attributes: ``table``, ``round``, ``shape``, ``terms`` (name -> bytes),
+    ``total``, ``budget``, ``budget_source``, ``live_memory``, ``allocator_posture``."""
+
+    def __init__(self, message: str, **facts):
+        super().__init__(message)
+        for key, value in facts.items():
+            setattr(self, key, value)
+
+
+class DeviceFailure(JaxstarkError, RuntimeError):
+    """A device error during an admitted run (e.g. XLA's ``RESOURCE_EXHAUSTED``), re-raised with
+    the planner's diagnostic for that round and XLA's own message. Never retried on the host
+    (except under the test-only ``JAXSTARK_TEST_ONLY_HOST_FALLBACK=1``)."""
+
+    def __init__(self, diagnostic: str, cause: BaseException):
+        super().__init__(f"device failure during an admitted run: {diagnostic}\nXLA: {type(cause).__name__}: {cause}")
+        self.diagnostic = diagnostic
+        self.xla_message = str(cause)

@@ -37,7 +37,6 @@ from jaxstark.hash.interface import get_hash
 from jaxstark.logup import bus_layout, check_buses
 from jaxstark.ntt import log2_exact
 from jaxstark.proof import Proof, TableProof
-from jaxstark.rounds.domain import make_domain
 from jaxstark.rounds.r1_aux_commit import aux_commit, logup_challenges
 from jaxstark.rounds.r1_trace_commit import trace_commit
 from jaxstark.rounds.r2_composition import composition
@@ -46,7 +45,16 @@ from jaxstark.rounds.r4_deep_fri import deep_fri
 from jaxstark.rounds.r5_queries import queries
 from jaxstark.transcript import Transcript
 
-__all__ = ["prove", "check_trace", "initial_transcript", "public_array", "fork_table", "bus_balance"]
+__all__ = [
+    "prove",
+    "check_trace",
+    "check_shape",
+    "schedule",
+    "initial_transcript",
+    "public_array",
+    "fork_table",
+    "bus_balance",
+]
 
 PROTOCOL = "jaxstark v2"
 
@@ -64,7 +72,7 @@ def public_array(air: AIR, public_inputs: Sequence[int]) -> jax.Array:
 
 @functools.partial(jax.jit, static_argnames=("airs", "config", "log_ns"))
 def initial_transcript(
-    airs: tuple[AIR, ...], config: StarkConfig, log_ns: tuple[int, ...], publics: tuple[jax.Array, ...]
+    publics: tuple[jax.Array, ...], *, airs: tuple[AIR, ...], config: StarkConfig, log_ns: tuple[int, ...]
 ) -> Transcript:
     """The transcript every proof starts from: protocol label, config fingerprint (hashed), the
     number of tables, and per table its AIR fingerprint (hashed), trace shape and public inputs."""
@@ -157,12 +165,19 @@ def _tables(air_or_tables, trace, public_inputs) -> list[tuple[AIR, object, tupl
 
 
 def _checked(i: int, air: AIR, trace, public_inputs, config: StarkConfig):
-    """Validate one table; return (trace array, log_n, public array)."""
+    """Validate one table on the host (a numpy trace stays on the host until its device is
+    planned); return (trace array, log_n, public array)."""
     where = f"prove: table {i} ({air.name})"
-    trace = field_array(trace, f"{where} trace")
+    trace = field_array(trace, f"{where} trace", keep_host=True)
     if trace.ndim != 2 or trace.shape[1] != air.width:
         raise ShapeError(f"{where}: trace must have shape (rows, {air.width}), got {tuple(trace.shape)}")
     log_n = log2_exact(trace.shape[0], f"{where}: trace rows")
+    check_shape(air, log_n, config, where)
+    return trace, log_n, public_array(air, public_inputs)
+
+
+def check_shape(air: AIR, log_n: int, config: StarkConfig, where: str) -> None:
+    """What a table's height and degree must satisfy to be provable (shared with the planner)."""
     if log_n < 1:
         raise ShapeError(f"{where}: the trace needs at least 2 rows")
     if air.max_degree - 1 > config.blowup:
@@ -173,7 +188,6 @@ def _checked(i: int, air: AIR, trace, public_inputs, config: StarkConfig):
     if log_n + config.log_blowup > 31:
         raise ShapeError(f"{where}: an LDE of 2^{log_n} rows at blowup {config.blowup} exceeds 2^31 rows")
     air.check_height(log_n)
-    return trace, log_n, public_array(air, public_inputs)
 
 
 def prove(
@@ -183,13 +197,23 @@ def prove(
     config: StarkConfig | None = None,
     *,
     debug: bool = False,
+    device: jax.Device | None = None,
 ) -> Proof:
     """Prove that ``trace`` (``uint64[n, air.width]``, n a power of two >= 2) satisfies ``air``
     with ``public_inputs``; or, given a list of tables ``[(air, trace[, public_inputs]), ...]``
     (``config`` by keyword), prove them together, their buses balanced.
 
+    Before anything is dispatched the proof is planned (:func:`jaxstark.plan`): every round is
+    compiled for its device and its device set checked against the budget; over budget raises
+    :class:`~jaxstark.errors.DeviceBudgetExceeded`, and a device failure during the run raises
+    :class:`~jaxstark.errors.DeviceFailure` -- never a silent retry on the host. ``device``
+    defaults to ``jax.devices()[0]``; tables below the config's row floor run on the CPU.
+
     ``debug=True`` first checks every constraint of every table and every bus, and names the
     first failing constraint and row, or the unbalanced bus and a witness tuple."""
+    from jaxstark.memory.executor import Runner
+    from jaxstark.memory.plan import plan_checked
+
     config = config or StarkConfig()
     if not isinstance(config, StarkConfig):
         raise TypeError(f"prove: config must be a StarkConfig, got {type(config).__name__}")
@@ -200,47 +224,75 @@ def prove(
         for (a, _, p), (t, _, _) in zip(tables, checked, strict=True):
             check_trace(a, t, p)
         check_buses([(a, t) for a, (t, _, _) in zip(airs, checked, strict=True)])
-
     log_ns = tuple(log_n for _, log_n, _ in checked)
-    domains = [make_domain(log_n, config.blowup) for log_n in log_ns]
-    tr = initial_transcript(airs, config, log_ns, tuple(p for _, _, p in checked))
+    the_plan = plan_checked(airs, log_ns, config, device)
+    the_plan.admit()  # raises DeviceBudgetExceeded before any dispatch
+    runner = Runner(the_plan.devices, the_plan.default_device, the_plan.diagnostic)
+    traces = [t for t, _, _ in checked]
+    publics = tuple(p for _, _, p in checked)
+    proofs = schedule(runner, airs, traces, publics, log_ns, config, the_plan.order, debug)
+    return Proof(config_id=config.fingerprint(), tables=tuple(proofs))
+
+
+def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debug: bool = False):
+    """The proof's data flow, written once for the planner (abstract values, compiles and records
+    memory) and the runner (arrays, dispatches): statement, main commits in table order, LogUp
+    challenges and aux commits, then each table's rounds 2-5 on its fork in ``order``, each table
+    released when done. Returns the table proofs (``None`` entries when abstract)."""
+    n = len(airs)
+    domains = [ex.domain(i, log_ns[i], config.blowup) for i in range(n)]
+    for i in range(n):
+        ex.hold(f"table {i}: trace (caller's)", traces[i], i)
+        ex.hold(f"table {i}: domain tables", domains[i], i)
+    tr = ex.run(None, "statement", initial_transcript, (publics,), dict(airs=airs, config=config, log_ns=log_ns))
     mains = []
-    for (t, _, _), domain in zip(checked, domains, strict=True):
-        r1, tr = trace_commit(t, domain, tr, hash_name=config.hash)
+    for i in range(n):
+        r1, tr = ex.run(i, "trace commit", trace_commit, (traces[i], domains[i], tr), dict(hash_name=config.hash))
         mains.append(r1)
-    auxes, challenges = [None] * len(airs), None
+    auxes, challenges = [None] * n, None
     if any(a.num_aux_columns for a in airs):
-        tr, challenges = logup_challenges(tr)
-        for i, (a, (t, _, _), domain) in enumerate(zip(airs, checked, domains, strict=True)):
+        tr, challenges = ex.run(None, "logup challenges", logup_challenges, (tr,), {})
+        for i, a in enumerate(airs):
             if a.num_aux_columns:
-                auxes[i], tr = aux_commit(a, t, domain, challenges, tr, hash_name=config.hash)
-                if bool(auxes[i].degenerate):
+                static = dict(air=a, hash_name=config.hash)
+                auxes[i], tr = ex.run(i, "aux commit", aux_commit, (traces[i], domains[i], challenges, tr), static)
+                if ex.concrete and bool(auxes[i].degenerate):
                     raise AirViolation(
                         f"{a.name}: a LogUp fingerprint is zero (the challenges hit a tuple of the trace; probability "
                         "about n / p^3); change the trace and prove again"
                     )
-        sums = [np.zeros((0, 3), np.uint64) if x is None else np.asarray(x.sums) for x in auxes]
-        for bus, total in bus_balance(airs, sums).items():
-            if any(total):
-                warnings.warn(
-                    f"bus {bus!r} does not balance over the tables (prove with debug=True for a witness tuple); the "
-                    "proof will not verify",
-                    stacklevel=2,
-                )
-    proofs = [
-        _prove_table(i, a, checked[i][2], config, domains[i], mains[i], auxes[i], challenges, tr, debug)
-        for i, a in enumerate(airs)
-    ]
-    return Proof(config_id=config.fingerprint(), tables=tuple(proofs))
+        if ex.concrete:
+            sums = [np.zeros((0, 3), np.uint64) if x is None else np.asarray(x.sums) for x in auxes]
+            for bus, total in bus_balance(airs, sums).items():
+                if any(total):
+                    warnings.warn(
+                        f"bus {bus!r} does not balance over the tables (prove with debug=True for a witness tuple); "
+                        "the proof will not verify",
+                        stacklevel=3,
+                    )
+    proofs = [None] * n
+    for i in order:
+        proofs[i] = _table_rounds(
+            ex, i, airs[i], publics[i], config, domains[i], mains[i], auxes[i], challenges, tr, debug
+        )
+        mains[i] = auxes[i] = None
+        ex.release(i)
+    return proofs
 
 
-def _prove_table(i, air, public, config, domain, r1, aux, challenges, tr, debug) -> TableProof:
+def _table_rounds(ex, i, air, public, config, domain, r1, aux, challenges, tr, debug) -> TableProof | None:
     """Rounds 2-5 of table ``i`` on its own fork of the transcript."""
-    tr = fork_table(tr, jnp.asarray(np.uint64(i)))
+    tr = ex.run(i, "fork", fork_table, (tr, np.uint64(i)), {})
     aux_lde, aux_coeffs = (None, None) if aux is None else (aux.lde, aux.coeffs)
     logup = None if aux is None else (challenges, aux.sums)
-    comp, tr = composition(air, domain, r1.lde, aux_lde, logup, public, tr, hash_name=config.hash)
-    if bool(comp.excess):
+    comp, tr = ex.run(
+        i,
+        "composition",
+        composition,
+        (domain, r1.lde, aux_lde, logup, public, tr),
+        dict(air=air, hash_name=config.hash),
+    )
+    if ex.concrete and bool(comp.excess):
         message = (
             f"{air.name}: the composition polynomial is not of degree < {air.composition_parts} * n: the trace does "
             "not satisfy the AIR (prove with debug=True to name the constraint and row) or a constraint's declared "
@@ -248,17 +300,22 @@ def _prove_table(i, air, public, config, domain, r1, aux, challenges, tr, debug)
         )
         if debug:  # the trace passed check_trace, so a declared degree is wrong
             raise AirViolation(message)
-        warnings.warn(message + "; the proof will not verify", stacklevel=3)
-    ood, tr = out_of_domain(r1.coeffs, aux_coeffs, comp.parts_coeffs, tr, log_n=domain.log_n)
-    fri, tr = deep_fri(
-        domain, r1.lde, aux_lde, comp.parts_lde, ood, tr, hash_name=config.hash, final_degree=config.fri_final_degree
+        warnings.warn(message + "; the proof will not verify", stacklevel=4)
+    ood, tr = ex.run(
+        i, "out-of-domain", out_of_domain, (r1.coeffs, aux_coeffs, comp.parts_coeffs, tr), dict(log_n=domain.log_n)
     )
-    op, _ = queries(
-        r1, aux, comp, fri, tr, grinding_bits=config.grinding_bits, num_queries=config.num_queries,
-        log_size=domain.log_size,
+    fri, tr = ex.run(
+        i, "DEEP + FRI", deep_fri, (domain, r1.lde, aux_lde, comp.parts_lde, ood, tr),
+        dict(hash_name=config.hash, final_degree=config.fri_final_degree),
     )  # fmt: skip
+    op, _ = ex.run(
+        i, "queries", queries, (r1, aux, comp, fri, tr),
+        dict(grinding_bits=config.grinding_bits, num_queries=config.num_queries, log_size=domain.log_size),
+    )  # fmt: skip
+    if not ex.concrete:
+        return None
     host = jax.device_get
-    fri_roots = jnp.stack([nodes[1] for nodes in fri.nodes]) if fri.nodes else jnp.zeros((0, 32), jnp.uint8)
+    fri_roots = np.stack([host(nodes[1]) for nodes in fri.nodes]) if fri.nodes else np.zeros((0, 32), np.uint8)
     return TableProof(
         air_id=air.fingerprint(),
         log_n=domain.log_n,
@@ -266,7 +323,7 @@ def _prove_table(i, air, public, config, domain, r1, aux, challenges, tr, debug)
         aux_root=np.zeros((0, 32), np.uint8) if aux is None else host(aux.root)[None],
         bus_sums=np.zeros((0, 3), np.uint64) if aux is None else host(aux.sums),
         parts_root=host(comp.root),
-        fri_roots=host(fri_roots),
+        fri_roots=fri_roots,
         trace_z=host(ood.trace_z),
         trace_zg=host(ood.trace_zg),
         aux_z=host(ood.aux_z),

@@ -163,7 +163,7 @@ def _verify(statement, proof: Proof, config: StarkConfig) -> None:
 def _shared_transcript(airs, config, log_ns, publics, commitments):
     """Section 1 as one compiled program: the statement, every main root, the LogUp challenges
     (``None`` when no table has interactions), every aux root and bus sums."""
-    tr = initial_transcript(airs, config, log_ns, publics)
+    tr = initial_transcript(publics, airs=airs, config=config, log_ns=log_ns)
     for c in commitments:
         tr = tr.absorb_digest("trace root", c["trace_root"])
     challenges = None

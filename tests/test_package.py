@@ -49,10 +49,12 @@ def test_public_surface_is_pinned():
             # modules
             "errors", "field", "gl", "ext", "ntt", "lde", "poly", "hash", "merkle", "transcript",
             # proving
-            "AIR", "Val", "Interaction", "StarkConfig", "Proof", "TableProof", "prove", "verify", "Transcript",
+            "AIR", "Val", "Interaction", "StarkConfig", "Proof", "TableProof", "prove", "verify", "plan", "Plan",
+            "Transcript",
             # errors
             "JaxstarkError", "NonCanonicalError", "FieldDtypeError", "ShapeError", "X64DisabledError",
-            "AirViolation", "BusImbalance", "InvalidProof", "ProofFormatError",
+            "AirViolation", "BusImbalance", "InvalidProof", "ProofFormatError", "DeviceBudgetExceeded",
+            "DeviceFailure",
         ]
     )  # fmt: skip
     for name in jaxstark.__all__:

@@ -24,7 +24,7 @@ def test_round_outputs_have_the_documented_shapes():
     assert (a, parts) == (2, 2)  # bus "alu": one column; bus "range": two sends packed in one
     n, size = 1 << log_n, (1 << log_n) * cfg.blowup
     domain = make_domain(log_n, cfg.blowup)
-    tr = initial_transcript((air,), cfg, (log_n,), (public_array(air, public),))
+    tr = initial_transcript((public_array(air, public),), airs=(air,), config=cfg, log_ns=(log_n,))
     chex.assert_shape(tr.state, (32,))
 
     r1, tr = trace_commit(trace, domain, tr, hash_name=cfg.hash)
@@ -33,7 +33,7 @@ def test_round_outputs_have_the_documented_shapes():
 
     tr, challenges = logup_challenges(tr)
     chex.assert_shape(challenges, (2, 3))
-    aux, tr = aux_commit(air, trace, domain, challenges, tr, hash_name=cfg.hash)
+    aux, tr = aux_commit(trace, domain, challenges, tr, air=air, hash_name=cfg.hash)
     chex.assert_shape(
         [aux.lde, aux.coeffs, aux.nodes, aux.sums, aux.degenerate],
         [(size, 3 * a), (n, 3 * a), (2 * size, 32), (2, 3), ()],
@@ -41,7 +41,7 @@ def test_round_outputs_have_the_documented_shapes():
     tr = fork_table(tr, jnp.uint64(0))
 
     comp, tr = composition(
-        air, domain, r1.lde, aux.lde, (challenges, aux.sums), public_array(air, public), tr, hash_name=cfg.hash
+        domain, r1.lde, aux.lde, (challenges, aux.sums), public_array(air, public), tr, air=air, hash_name=cfg.hash
     )
     chex.assert_shape(
         [comp.parts_coeffs, comp.parts_lde, comp.nodes, comp.excess],

@@ -9,9 +9,7 @@ import pytest
 
 import jaxstark as js
 from jaxstark.examples import EXAMPLES
-from jaxstark.rounds.r1_trace_commit import trace_commit
-from jaxstark.rounds.r2_composition import composition
-from jaxstark.rounds.r4_deep_fri import deep_fri
+from jaxstark.memory import executor
 
 CASES = [  # every example, every hash, blowups 2/4/8, 2^3 ... 2^16 rows (kept small: each case compiles)
     ("fibonacci", 3, 2, "keccak256"),
@@ -123,12 +121,12 @@ def test_bit_flips_anywhere_are_rejected(fib):
     assert len(codes) >= 4, codes  # flips land in different parts and fail different checks
 
 
-def test_proofs_are_deterministic_and_rounds_do_not_retrace(fib):
+def test_proofs_are_deterministic_and_rounds_do_not_recompile(fib):
     air, trace, public, cfg, proof = fib
-    sizes = [f._cache_size() for f in (trace_commit, composition, deep_fri)]
+    compiled = len(executor._COMPILED)
     again = js.prove(air, trace, public, cfg)
     assert again.to_bytes() == proof.to_bytes()
-    assert [f._cache_size() for f in (trace_commit, composition, deep_fri)] == sizes
+    assert len(executor._COMPILED) == compiled  # the planner found every executable already built
 
 
 def test_size_breakdown_adds_up(fib):

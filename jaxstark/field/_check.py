@@ -43,11 +43,13 @@ def _first_bad(values: np.ndarray) -> str:
     return f"first at index {tuple(int(i) for i in where)}: {int(flat[idx])}"
 
 
-def field_array(x: Any, name: str, *, ext: bool = False) -> Any:
+def field_array(x: Any, name: str, *, ext: bool = False, keep_host: bool = False) -> Any:
     """Return ``x`` as a uint64 array of canonical Goldilocks elements, or raise.
 
     Accepts Python ints in ``[0, p)``, numpy and JAX ``uint64`` arrays, and tracers (checked
     for dtype and shape only). ``ext=True`` additionally requires a trailing axis of size 3.
+    ``keep_host=True`` returns host (numpy) input as a numpy array instead of moving it to the
+    default device.
     """
     require_x64()
     if isinstance(x, bool):
@@ -91,7 +93,7 @@ def field_array(x: Any, name: str, *, ext: bool = False) -> Any:
             f"{name}: {n_bad} value(s) are >= p = {P} ({_first_bad(host)}); field inputs must "
             "be canonical (use goldilocks.canonicalize for arbitrary uint64 values)"
         )
-    return jnp.asarray(host)
+    return host if keep_host else jnp.asarray(host)
 
 
 def checked(n_field_args: int, *, ext: tuple[bool, ...] | None = None) -> Callable:

@@ -1,2 +1,14 @@
-"""Static device-memory planning (device sets per round, budget, admission). Not built yet; see
-the "Memory model" section of DESIGN.md for what will live here."""
+"""Static memory planning: what each round holds on the device, known before anything runs.
+
+* :mod:`.budget` -- the device budget (a process constant) and the facts diagnostics report;
+* :mod:`.executor` -- the prover's schedule run abstractly (compile + ``memory_analysis``) or
+  for real (the same executables, device failures made loud);
+* :mod:`.plan` -- :func:`plan`, the :class:`Plan` (per table, per round, term by term), admission;
+* :mod:`.model` -- the closed-form model of the same device sets, for sweeps that compile nothing.
+"""
+
+from jaxstark.memory.budget import Budget, device_budget
+from jaxstark.memory.executor import RoundMemory, dispatch_count
+from jaxstark.memory.plan import Plan, TablePlan, plan
+
+__all__ = ["plan", "Plan", "TablePlan", "RoundMemory", "Budget", "device_budget", "dispatch_count"]

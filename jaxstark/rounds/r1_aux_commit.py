@@ -56,7 +56,7 @@ def absorb_aux(tr: Transcript, root: UInt8[Array, " 32"], sums: UInt64[Array, " 
 
 @functools.partial(jax.jit, static_argnames=("air", "hash_name"))
 def aux_commit(
-    air: AIR, trace: UInt64[Array, " n c"], domain: Domain, challenges: UInt64[Array, " 2 3"], tr: Transcript, *,
+    trace: UInt64[Array, " n c"], domain: Domain, challenges: UInt64[Array, " 2 3"], tr: Transcript, *, air: AIR,
     hash_name: str,
 ) -> tuple[AuxCommitment, Transcript]:  # fmt: skip
     aux, sums, degenerate = build_aux(air, trace, challenges[0], challenges[1])

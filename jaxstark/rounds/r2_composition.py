@@ -121,7 +121,6 @@ def _ext_columns(a: Array) -> list[Val]:
 
 @functools.partial(jax.jit, static_argnames=("air", "hash_name"))
 def composition(
-    air: AIR,
     domain: Domain,
     lde: UInt64[Array, " L c"],
     aux_lde: UInt64[Array, " L a3"] | None,
@@ -129,6 +128,7 @@ def composition(
     public: UInt64[Array, " k"],
     tr: Transcript,
     *,
+    air: AIR,
     hash_name: str,
 ) -> tuple[Composition, Transcript]:
     """``logup`` is ``(challenges, bus sums)``; ``aux_lde`` and ``logup`` are ``None`` for a table

@@ -1,0 +1,151 @@
+"""The memory planner: plans from shapes, admission before dispatch, loud device failures, the
+test-only host fallback."""
+
+import jax
+import numpy as np
+import pytest
+
+import jaxstark as js
+from jaxstark.examples import EXAMPLES
+from jaxstark.memory import dispatch_count, executor
+from jaxstark.memory.budget import ENV_BUDGET, device_budget
+
+
+def cfg(**kw):
+    return js.StarkConfig(blowup=2, num_queries=8, grinding_bits=2, fri_final_degree=4, **kw)
+
+
+@pytest.fixture(scope="module")
+def fib():
+    return EXAMPLES["fibonacci"](5)
+
+
+ROUNDS = ["statement", "trace commit", "fork", "composition", "out-of-domain", "DEEP + FRI", "queries"]
+
+
+def test_plan_lists_every_round_term_by_term(fib):
+    air, trace, _ = fib
+    plan = js.plan(air, trace, cfg())
+    assert [r.name for r in plan.rounds] == ROUNDS
+    assert plan.tables[0].shape == "2^5 rows x 2 main @ blowup 2"
+    for r in plan.rounds:
+        assert sum(plan.terms(r).values()) == r.total
+    assert plan.peak == max(r.total for r in plan.rounds) and plan.binding.total == plan.peak
+    comp = next(r for r in plan.rounds if r.name == "composition")
+    held = dict(comp.resident)
+    assert "table 0: trace (caller's)" in held and held["table 0: trace (caller's)"] == 32 * 2 * 8
+    assert "table 0: trace commit[0].coeffs" in held  # kept for the out-of-domain round, not an argument here
+    assert "table 0: trace commit[0].lde" not in held  # an argument of the composition round
+    text = str(plan)
+    assert "<- binding" in text and "fits the budget" in text and "composition" in text
+    assert js.plan(air, 5, cfg()).peak == plan.peak  # log2 rows instead of a trace
+
+
+def test_several_tables_are_held_until_each_is_done():
+    (a, t, p), (b, u, q) = EXAMPLES["fibonacci"](4), EXAMPLES["fibonacci"](5)
+    plan = js.plan([(a, t), (b, u)], config=cfg())
+    first, second = plan.order
+    last_round_of_first = [r for r in plan.rounds if r.table == first][-1]
+    held_then = dict(last_round_of_first.resident)
+    assert f"table {second}: trace commit[0].lde" in held_then  # the other table's commitment is still held
+    after = [r for r in plan.rounds if r.table == second and r.name == "composition"][0]
+    assert not any(name.startswith(f"table {first}: trace commit") for name, _ in after.resident)  # released
+    assert plan.peak >= max(plan.table_peak(0), plan.table_peak(1))
+    proof = js.prove([(a, t, p), (b, u, q)], config=cfg())
+    assert js.verify([(a, p), (b, q)], proof, config=cfg())
+
+
+def test_over_budget_raises_before_anything_is_dispatched(fib, monkeypatch):
+    air, trace, public = fib
+    monkeypatch.setenv(ENV_BUDGET, "0.001")
+    before = dispatch_count()
+    with pytest.raises(js.DeviceBudgetExceeded) as info:
+        js.prove(air, np.asarray(trace), public, cfg())
+    assert dispatch_count() == before  # no round ran
+    err, text = info.value, str(info.value)
+    assert err.table == "Fibonacci" and err.round in ROUNDS and err.total > err.budget
+    assert sum(err.terms.values()) == err.total
+    for fact in (
+        "table 0 (Fibonacci)",
+        f"round '{err.round}'",
+        "2^5 rows x 2 main @ blowup 2",
+        "round temporaries",
+        "total device set",
+        f"{ENV_BUDGET}=0.001",
+        "live memory",
+        "XLA_PYTHON_CLIENT_PREALLOCATE",
+        "XLA_PYTHON_CLIENT_MEM_FRACTION",
+        "XLA_PYTHON_CLIENT_ALLOCATOR",
+        "nothing was dispatched",
+    ):
+        assert fact in text, fact
+    for name in err.terms:
+        assert name in text, name
+
+
+def test_budget_sources_and_bad_values(monkeypatch):
+    cpu = jax.devices("cpu")[0]
+    monkeypatch.delenv(ENV_BUDGET, raising=False)
+    assert "host physical memory" in device_budget(cpu).source
+    assert device_budget(cpu, 512).bytes == 512 << 20 and "vram_budget_mb" in device_budget(cpu, 512).source
+    monkeypatch.setenv(ENV_BUDGET, "256")
+    assert device_budget(cpu, 512).bytes == 256 << 20  # the environment wins
+    for bad in ("lots", "-3", "0"):
+        monkeypatch.setenv(ENV_BUDGET, bad)
+        with pytest.raises(ValueError, match=ENV_BUDGET):
+            device_budget(cpu)
+    with pytest.raises(ValueError, match="vram_budget_mb"):
+        cfg(vram_budget_mb=-1)
+    with pytest.raises(ValueError, match="device_row_floor_log2"):
+        cfg(device_row_floor_log2=40)
+
+
+class _FailsWhenCalled:
+    """A compiled round that fails the way XLA reports an out-of-memory error."""
+
+    def __init__(self, exe):
+        self.exe = exe
+
+    def __getattr__(self, name):
+        return getattr(self.exe, name)
+
+    def __call__(self, *args):
+        raise jax.errors.JaxRuntimeError(
+            "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4096 bytes (simulated)"
+        )
+
+
+def _fail_round(monkeypatch, round_fn):
+    real = executor.compiled_for
+
+    def patched(fn, static, args, device):
+        exe = real(fn, static, args, device)
+        return _FailsWhenCalled(exe) if fn is round_fn else exe
+
+    monkeypatch.setattr(executor, "compiled_for", patched)
+
+
+def test_a_device_failure_inside_a_round_is_loud(fib, monkeypatch):
+    from jaxstark.rounds.r2_composition import composition
+
+    air, trace, public = fib
+    monkeypatch.delenv(executor.FALLBACK_ENV, raising=False)
+    _fail_round(monkeypatch, composition)
+    with pytest.raises(js.DeviceFailure) as info:
+        js.prove(air, trace, public, cfg())
+    text = str(info.value)
+    assert "RESOURCE_EXHAUSTED" in text and "round 'composition'" in text and "total device set" in text
+    assert "budget" in text and "allocator posture" in text
+
+
+def test_test_only_fallback_announces_itself_once_and_the_proof_verifies(fib, monkeypatch, capfd):
+    from jaxstark.rounds.r2_composition import composition
+
+    air, trace, public = fib
+    monkeypatch.setenv(executor.FALLBACK_ENV, "1")
+    monkeypatch.setattr(executor, "_BANNER_SHOWN", [False])
+    _fail_round(monkeypatch, composition)
+    proofs = [js.prove(air, trace, public, cfg()) for _ in range(2)]
+    err = capfd.readouterr().err
+    assert err.count("test-only setting and never a production configuration") == 1
+    assert js.verify(air, proofs[1], public, cfg())
