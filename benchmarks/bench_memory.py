@@ -6,7 +6,9 @@
 For each shape ``example:log_rows:blowup[:width]`` a child process builds the trace on the host
 CPU, plans the proof on the default device (``jaxstark.plan``: the predicted peak), proves it
 (the same executables), and reads the allocator's ``peak_bytes_in_use``. Children run a few at
-a time (separate processes, separate allocators). ``--over-budget`` adds one shape proved under
+a time (separate processes, separate allocators) with ``XLA_PYTHON_CLIENT_PREALLOCATE=false``:
+each would otherwise reserve 75% of the card up front and the others would fail for lack of
+memory (the in-use peak that is measured does not depend on preallocation). ``--over-budget`` adds one shape proved under
 a reduced ``JAXSTARK_VRAM_BUDGET_MB``, which must abort before anything is dispatched. Prints a
 table (shape, predicted, measured, predicted / measured) and writes JSON.
 """
@@ -88,11 +90,17 @@ def main(argv=None) -> int:
         PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]),
     )
     env.pop("JAXSTARK_VRAM_BUDGET_MB", None)
+    env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
     jobs = [(s, env) for s in args.shapes.split(",") if s]
     if args.over_budget:
         jobs.append((args.over_budget, dict(env, JAXSTARK_VRAM_BUDGET_MB=args.reduced_budget_mb)))
+    rows = []
     with ThreadPoolExecutor(args.jobs) as pool:
-        rows = list(pool.map(lambda j: run_child(*j), jobs))
+        for row in pool.map(lambda j: run_child(*j), jobs):
+            print(
+                json.dumps({k: v for k, v in row.items() if k != "error"}), flush=True
+            )  # partial results survive a cut
+            rows.append(row)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(rows, indent=1))
     head = f"{'shape':22} {'rows x cols @ b':>20} {'binding':>14} {'predicted GiB':>14} {'measured GiB':>13}"
