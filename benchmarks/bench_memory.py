@@ -8,9 +8,10 @@ CPU, plans the proof on the default device (``jaxstark.plan``: the predicted pea
 (the same executables), and reads the allocator's ``peak_bytes_in_use``. Children run a few at
 a time (separate processes, separate allocators) with ``XLA_PYTHON_CLIENT_PREALLOCATE=false``:
 each would otherwise reserve 75% of the card up front and the others would fail for lack of
-memory (the in-use peak that is measured does not depend on preallocation). ``--over-budget`` adds one shape proved under
-a reduced ``JAXSTARK_VRAM_BUDGET_MB``, which must abort before anything is dispatched. Prints a
-table (shape, predicted, measured, predicted / measured) and writes JSON.
+memory (the in-use peak that is measured does not depend on preallocation). ``--over-budget``
+adds one shape proved under a reduced ``JAXSTARK_VRAM_BUDGET_MB``, which must abort before
+anything is dispatched. Prints a table (shape, predicted, measured, predicted / measured) and
+writes JSON.
 """
 
 from __future__ import annotations
