@@ -1,7 +1,8 @@
-"""``python -m jaxstark``: the main job -- prove and verify an example AIR (CPU by default).
+"""``python -m jaxstark``: the main job -- plan, prove and verify an example (CPU by default).
 
-Prints the shape, the security level, compile and run times of proving and verifying, and the
-proof's size by part. Exit code 0 when the proof verifies, 1 when it is rejected, 2 on bad
+Prints the memory plan (every round's device set, the binding round, the budget), the shape,
+the security level, the times of planning (which compiles every round), proving and verifying,
+and the proof's size by part. Exit code 0 when the proof verifies, 1 when it is rejected, 2 on bad
 arguments.
 """
 
@@ -66,6 +67,7 @@ def _run(args: argparse.Namespace, config: js.StarkConfig) -> int:
     dev = _device(args.device)
     with jax.default_device(dev):
         tables = example_tables(args.example, args.log_rows)
+        plan, planned = _timed(lambda: js.plan([(air, trace) for air, trace, _ in tables], config=config))
         proof, first = _timed(lambda: js.prove(tables, config=config))
         proof, again = _timed(lambda: js.prove(tables, config=config))
     data = proof.to_bytes()
@@ -77,12 +79,13 @@ def _run(args: argparse.Namespace, config: js.StarkConfig) -> int:
         print(f"jaxstark: the proof was REJECTED: {exc}", file=sys.stderr)
         return 1
     print(f"jaxstark: {args.example} on {dev.platform}:{dev.id} ({dev.device_kind})")
+    print("  plan (" + f"{planned:.1f} s, compiling every round):\n    " + str(plan).replace("\n", "\n    "))
     for air, trace, _ in tables:
         aux = f", {air.num_aux_columns} aux" if air.num_aux_columns else ""
         print(f"  table      {air.name}: 2^{trace.shape[0].bit_length() - 1} rows x {air.width} columns{aux}")
     print(f"  config     blowup {config.blowup}, hash {config.hash}")
     print(f"  security   {config.security_report()}")
-    print(f"  prove      {1e3 * again:9.1f} ms  (first call {first:.1f} s, including compilation)")
+    print(f"  prove      {1e3 * again:9.1f} ms  (first call {first:.2f} s, after planning)")
     print(f"  verify     {1e3 * vagain:9.1f} ms  (first call {vfirst:.1f} s, including compilation)")
     print(f"  proof      {len(data) / 1024:.1f} KiB:")
     for part, size in proof.size_breakdown().items():

@@ -207,7 +207,7 @@ def prove(
     compiled for its device and its device set checked against the budget; over budget raises
     :class:`~jaxstark.errors.DeviceBudgetExceeded`, and a device failure during the run raises
     :class:`~jaxstark.errors.DeviceFailure` -- never a silent retry on the host. ``device``
-    defaults to ``jax.devices()[0]``; tables below the config's row floor run on the CPU.
+    defaults to JAX's default device; tables below the config's row floor run on the CPU.
 
     ``debug=True`` first checks every constraint of every table and every bus, and names the
     first failing constraint and row, or the unbalanced bus and a witness tuple."""

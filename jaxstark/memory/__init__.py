@@ -3,8 +3,10 @@
 * :mod:`.budget` -- the device budget (a process constant) and the facts diagnostics report;
 * :mod:`.executor` -- the prover's schedule run abstractly (compile + ``memory_analysis``) or
   for real (the same executables, device failures made loud);
-* :mod:`.plan` -- :func:`plan`, the :class:`Plan` (per table, per round, term by term), admission;
-* :mod:`.model` -- the closed-form model of the same device sets, for sweeps that compile nothing.
+* :mod:`.plan` -- :func:`plan`, the :class:`Plan` (per table, per round, term by term), admission.
+
+(The closed-form model of the same device sets, for sweeps that compile nothing, is not built
+yet.)
 """
 
 from jaxstark.memory.budget import Budget, device_budget

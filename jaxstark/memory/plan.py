@@ -36,6 +36,7 @@ from jaxstark.config import StarkConfig
 from jaxstark.errors import DeviceBudgetExceeded
 from jaxstark.memory.budget import Budget, allocator_posture, device_budget, live_memory
 from jaxstark.memory.executor import Planner, RoundMemory
+from jaxstark.ntt import _target_device
 
 __all__ = ["Plan", "TablePlan", "plan", "plan_checked"]
 
@@ -163,7 +164,7 @@ class Plan:
 
 
 def _devices(airs, log_ns, config: StarkConfig, device: jax.Device | None):
-    default = device or jax.devices()[0]
+    default = device or _target_device()
     devices, policies = {}, {}
     for i, log_n in enumerate(log_ns):
         if default.platform != "cpu" and log_n < config.device_row_floor_log2:
