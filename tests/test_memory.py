@@ -149,3 +149,13 @@ def test_test_only_fallback_announces_itself_once_and_the_proof_verifies(fib, mo
     err = capfd.readouterr().err
     assert err.count("test-only setting and never a production configuration") == 1
     assert js.verify(air, proofs[1], public, cfg())
+
+
+@pytest.mark.gpu
+def test_row_floor_sends_small_tables_to_the_cpu_by_policy(fib):
+    air, trace, public = fib
+    small = js.plan(air, 5, cfg(device_row_floor_log2=6))
+    assert small.tables[0].device.startswith("cpu") and "row floor 2^6" in small.tables[0].policy
+    big = js.plan(air, 6, cfg(device_row_floor_log2=6))
+    assert big.tables[0].device.startswith("gpu") and not big.tables[0].policy
+    assert js.verify(air, js.prove(air, trace, public, cfg(device_row_floor_log2=6)), public, cfg())
