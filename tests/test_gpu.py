@@ -30,10 +30,11 @@ def test_lde_and_tree_match_the_cpu_bit_for_bit():
 @pytest.mark.parametrize("name", ["fibonacci", "alu"])
 def test_gpu_and_cpu_proofs_are_identical(name):
     air, trace, public = EXAMPLES[name](10)
-    cfg = js.StarkConfig(blowup=4, num_queries=20, grinding_bits=8)
+    cfg = js.StarkConfig(blowup=4, num_queries=20, grinding_bits=8, device_row_floor_log2=0)  # no CPU policy
     proofs = {}
     for kind in ("cpu", "gpu"):
         with jax.default_device(_on(kind)):
+            assert js.plan(air, trace, cfg).tables[0].device.startswith(kind)
             proofs[kind] = js.prove(air, jax.device_put(np.asarray(trace), _on(kind)), public, cfg).to_bytes()
     assert proofs["cpu"] == proofs["gpu"]
     assert js.verify(air, proofs["gpu"], public, cfg)
