@@ -70,7 +70,7 @@ def public_array(air: AIR, public_inputs: Sequence[int]) -> jax.Array:
     return jnp.asarray(np.array([int(v) for v in public_inputs], dtype=np.uint64).reshape(-1))
 
 
-@functools.partial(jax.jit, static_argnames=("airs", "config", "log_ns"))
+@functools.partial(jax.jit, static_argnames=("airs", "config", "log_ns"), keep_unused=True)
 def initial_transcript(
     publics: tuple[jax.Array, ...], *, airs: tuple[AIR, ...], config: StarkConfig, log_ns: tuple[int, ...]
 ) -> Transcript:
@@ -90,7 +90,7 @@ def initial_transcript(
     return tr
 
 
-@jax.jit
+@functools.partial(jax.jit, keep_unused=True)
 def fork_table(tr: Transcript, index: jax.Array) -> Transcript:
     """Table ``index``'s own transcript for rounds 2-5."""
     return tr.fork(index)

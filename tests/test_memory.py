@@ -159,3 +159,15 @@ def test_row_floor_sends_small_tables_to_the_cpu_by_policy(fib):
     big = js.plan(air, 6, cfg(device_row_floor_log2=6))
     assert big.tables[0].device.startswith("gpu") and not big.tables[0].policy
     assert js.verify(air, js.prove(air, trace, public, cfg(device_row_floor_log2=6)), public, cfg())
+
+
+def test_planner_refuses_a_round_whose_unused_arguments_xla_would_not_count():
+    """Buffers handed to a round stay alive even when XLA prunes them from the executable; the
+    planner insists on rounds jitted with keep_unused=True, so its figures include them."""
+    cpu = jax.devices("cpu")[0]
+    args = (np.zeros(4, np.uint64), np.zeros(8, np.uint64))
+    with pytest.raises(RuntimeError, match="keep_unused=True"):
+        executor.Planner({0: cpu}, cpu).run(0, "pruning", jax.jit(lambda x, y: x + 1), args, {})
+    planner = executor.Planner({0: cpu}, cpu)
+    planner.run(0, "kept", jax.jit(lambda x, y: x + 1, keep_unused=True), args, {})
+    assert planner.rounds[0].arguments == 96

@@ -132,6 +132,12 @@ class Planner(_Executor):
         device = self.device(table)
         exe = compiled_for(fn, static, args, device)
         mem = exe.memory_analysis()
+        counted, passed = int(mem.argument_size_in_bytes), _nbytes(args)
+        if counted < passed:
+            raise RuntimeError(
+                f"round {name!r}: XLA counts {counted:,} argument bytes of the {passed:,} passed -- it pruned "
+                "unused arguments, which stay alive on the device; jit the round with keep_unused=True"
+            )
         arg_ids = {id(x) for x in jax.tree.leaves(args)}
         by_name: dict[str, int] = {}
         for key, (buf, ref, owner) in self.held.items():

@@ -43,7 +43,7 @@ class AuxCommitment(eqx.Module):
         return self.nodes[1]
 
 
-@jax.jit
+@functools.partial(jax.jit, keep_unused=True)
 def logup_challenges(tr: Transcript) -> tuple[Transcript, UInt64[Array, " 2 3"]]:
     """``(beta, gamma)``, drawn once after every main commitment."""
     return tr.challenge_ext("logup challenges", 2)
@@ -54,7 +54,7 @@ def absorb_aux(tr: Transcript, root: UInt8[Array, " 32"], sums: UInt64[Array, " 
     return tr.absorb_digest("aux root", root).absorb_ext("bus sums", sums)
 
 
-@functools.partial(jax.jit, static_argnames=("air", "hash_name"))
+@functools.partial(jax.jit, static_argnames=("air", "hash_name"), keep_unused=True)
 def aux_commit(
     trace: UInt64[Array, " n c"], domain: Domain, challenges: UInt64[Array, " 2 3"], tr: Transcript, *, air: AIR,
     hash_name: str,

@@ -34,7 +34,7 @@ class TraceCommitment(eqx.Module):
         return self.nodes[1]
 
 
-@functools.partial(jax.jit, static_argnames="hash_name")
+@functools.partial(jax.jit, static_argnames="hash_name", keep_unused=True)
 def trace_commit(
     trace: UInt64[Array, " n c"], domain: Domain, tr: Transcript, *, hash_name: str
 ) -> tuple[TraceCommitment, Transcript]:

@@ -119,7 +119,7 @@ def _ext_columns(a: Array) -> list[Val]:
     return [Val(a[:, 3 * j : 3 * j + 3], True) for j in range(a.shape[1] // 3)]
 
 
-@functools.partial(jax.jit, static_argnames=("air", "hash_name"))
+@functools.partial(jax.jit, static_argnames=("air", "hash_name"), keep_unused=True)
 def composition(
     domain: Domain,
     lde: UInt64[Array, " L c"],

@@ -42,7 +42,7 @@ def absorb_ood(tr: Transcript, trace_z, trace_zg, parts_z, aux_z, aux_zg) -> Tra
     return tr
 
 
-@functools.partial(jax.jit, static_argnames="log_n")
+@functools.partial(jax.jit, static_argnames="log_n", keep_unused=True)
 def out_of_domain(
     trace_coeffs: UInt64[Array, " n c"],
     aux_coeffs: UInt64[Array, " n a3"] | None,

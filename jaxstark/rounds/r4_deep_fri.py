@@ -101,7 +101,7 @@ def fold_pair(a: Array, b: Array, x_inv: Array, beta: Array) -> Array:
     return fext._mul_base(fext._add(even, fext._mul(odd, beta)), INV2)
 
 
-@functools.partial(jax.jit, static_argnames=("hash_name", "final_degree"))
+@functools.partial(jax.jit, static_argnames=("hash_name", "final_degree"), keep_unused=True)
 def deep_fri(
     domain: Domain,
     trace_lde: UInt64[Array, " L c"],

@@ -42,7 +42,7 @@ class Openings(eqx.Module):
     fri_paths: tuple[UInt8[Array, " q logh 32"], ...]
 
 
-@functools.partial(jax.jit, static_argnames=("grinding_bits", "num_queries", "log_size"))
+@functools.partial(jax.jit, static_argnames=("grinding_bits", "num_queries", "log_size"), keep_unused=True)
 def queries(
     trace: TraceCommitment,
     aux: AuxCommitment | None,
