@@ -28,11 +28,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxstark.air import AIR, Val
+from jaxstark.air import AIR
 from jaxstark.config import StarkConfig
 from jaxstark.errors import InvalidProof, JaxstarkError, ShapeError
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
+from jaxstark.field.host import HostVal
 from jaxstark.lde import DEFAULT_OFFSET
 from jaxstark.logup import AuxFrame
 from jaxstark.merkle import _verify as _verify_paths_core
@@ -327,36 +328,36 @@ def _verify_core(air: AIR, config: StarkConfig, log_n: int, public, tr, challeng
     )
 
 
+def _host(a) -> list[HostVal]:
+    """Extension values ``(k, 3)`` (or one ``(3,)``) as :class:`HostVal` scalars."""
+    a = np.asarray(a).tolist()
+    return [HostVal(x) for x in a] if a and isinstance(a[0], list) else HostVal(a) if a else []
+
+
 def _check_ood(air: AIR, ood: OutOfDomain, alphas, public, log_n: int, challenges, sums) -> None:
+    """Section 2': the AIR's constraints at ``z`` (evaluated with Python integers: a few scalar
+    operations per constraint) against the composition parts' claimed values."""
     n = 1 << log_n
-    z = ood.z
-    cur = [Val(ood.trace_z[i], True) for i in range(air.width)]
-    nxt = [Val(ood.trace_zg[i], True) for i in range(air.width)]
+    z = _host(ood.z)
+    cur, nxt = _host(ood.trace_z), _host(ood.trace_zg)
     periodic = []
     for col in air.periodic_arrays():
-        coeffs = intt(jnp.asarray(col)[:, None])
-        y = fext.pow(z, n // len(col))
-        periodic.append(Val(_evaluate(coeffs, y, False)[0], True))
-    pub = [Val(public[i]) for i in range(public.shape[0])]
-    zn = fext.pow(z, n)
-    zn_minus_1 = fext._sub(zn, fext.ones(()))
-    if not np.asarray(zn_minus_1).any():
+        coeffs = np.asarray(intt(jnp.asarray(col)[:, None]))[:, 0].tolist()
+        y, value = z ** (n // len(col)), HostVal(0)
+        for coeff in reversed(coeffs):  # Horner
+            value = value * y + coeff
+        periodic.append(value)
+    pub = [HostVal(int(v)) for v in np.asarray(public).tolist()]
+    zn = z**n
+    if not zn - 1:
         _reject("ood", "the out-of-domain point lies in the trace domain")
     aux = None
     if air.num_aux_columns:
-        aux = AuxFrame(
-            [Val(ood.aux_z[i], True) for i in range(air.num_aux_columns)],
-            [Val(ood.aux_zg[i], True) for i in range(air.num_aux_columns)],
-            Val(challenges[0], True), Val(challenges[1], True), [Val(jnp.asarray(s), True) for s in sums],
-        )  # fmt: skip
-    acc = combine_constraints(
-        air, log_n, Val(z, True), Val(fext.inv(zn_minus_1), True), lambda d: Val(fext.inv(d.v), True),
-        cur, nxt, periodic, pub, alphas, aux,
-    )  # fmt: skip
-    # sum_j z^(j n) H_j(z)
-    total, zpow = fext.zeros(()), fext.ones(())
-    for j in range(ood.parts_z.shape[0]):
-        total = fext._add(total, fext._mul(zpow, ood.parts_z[j]))
-        zpow = fext._mul(zpow, zn)
-    if not np.array_equal(np.asarray(acc), np.asarray(total)):
+        beta, gamma = _host(challenges)
+        aux = AuxFrame(_host(ood.aux_z), _host(ood.aux_zg), beta, gamma, _host(sums))
+    acc = combine_constraints(air, log_n, z, (zn - 1).inv(), HostVal.inv, cur, nxt, periodic, pub, _host(alphas), aux)
+    total, zpow = HostVal(0), HostVal(1)  # sum_j z^(j n) H_j(z)
+    for part in _host(ood.parts_z):
+        total, zpow = total + zpow * part, zpow * zn
+    if acc != total:
         _reject("ood", "the composition polynomial's claimed value at z does not match the AIR's constraints there")

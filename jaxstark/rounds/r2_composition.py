@@ -34,7 +34,6 @@ import numpy as np
 from jaxtyping import Array, Bool, UInt8, UInt64
 
 from jaxstark.air import AIR, Val
-from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
 from jaxstark.lde import _coset_interpolate, _evaluate_core, _lde_core
 from jaxstark.logup import AuxFrame, aux_constraints
@@ -80,14 +79,14 @@ def combine_constraints(
     nxt: Sequence[Val],
     periodic: Sequence[Val],
     pub: Sequence[Val],
-    alphas: Array,
+    alphas: Sequence[Val],
     aux: AuxFrame | None = None,
-) -> Array:
+) -> Val:
     """``sum_i alpha_i Q_i(x)`` over every constraint quotient at the point(s) ``x``, given
     ``zn_inv = 1 / (x^n - 1)``, a batch-capable ``inverse`` and, for a table with interactions,
-    its aux frame. The prover calls it with base
-    arrays over the whole LDE, the verifier with extension values at ``z``; the result is an
-    extension value (array with a trailing axis 3)."""
+    its aux frame. Written with operators only: the prover calls it with :class:`Val` arrays
+    over the whole LDE, the verifier with :class:`~jaxstark.field.host.HostVal` scalars at
+    ``z``."""
     n = 1 << log_n
     degrees = air.constraint_degrees()
     constraints = air.transition(cur, nxt, periodic, pub)
@@ -108,10 +107,12 @@ def combine_constraints(
         quotients.append((cur[col] - value) * inverses[r])
     if air.num_aux_columns:
         quotients += [a * zn_inv for a in aux_constraints(air, log_n, cur, aux)]
-    acc = Val(fext.zeros(()), True)
+    acc = None
     for alpha, q in zip(alphas, quotients, strict=True):
-        acc = acc + Val(alpha, True) * q
-    return acc.v
+        acc = alpha * q if acc is None else acc + alpha * q
+    if acc is None:
+        raise ValueError(f"{air.name} has no constraints (transition, boundary or interactions): nothing to prove")
+    return acc
 
 
 def _ext_columns(a: Array) -> list[Val]:
@@ -154,8 +155,8 @@ def composition(
         )  # fmt: skip
     acc = combine_constraints(
         air, domain.log_n, Val(xs), Val(jnp.tile(jnp.asarray(inv_zn), n)), lambda d: Val(gl._batch_inv(d.v)),
-        cur, nxt, periodic, pub, alphas, aux,
-    )  # fmt: skip
+        cur, nxt, periodic, pub, [Val(alphas[i], True) for i in range(alphas.shape[0])], aux,
+    ).v  # fmt: skip
 
     parts = air.composition_parts
     coeffs = _coset_interpolate(acc, domain.big, domain.offset)
