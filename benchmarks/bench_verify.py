@@ -5,6 +5,7 @@ python benchmarks/bench_verify.py LABEL
 
 import sys
 import time
+
 import jaxstark as js
 from jaxstark.examples import EXAMPLES
 
