@@ -242,7 +242,7 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
     n = len(airs)
     domains = [ex.domain(i, log_ns[i], config.blowup) for i in range(n)]
     for i in range(n):
-        ex.hold(f"table {i}: trace (caller's)", traces[i], i)
+        ex.hold(f"table {i}: trace (caller's)", traces[i], i, until_end=True)
         ex.hold(f"table {i}: domain tables", domains[i], i)
     tr = ex.run(None, "statement", initial_transcript, (publics,), dict(airs=airs, config=config, log_ns=log_ns))
     mains = []

@@ -80,14 +80,11 @@ def _statement(air_or_statement, public_inputs, log_n) -> list[tuple[AIR, tuple,
         raise TypeError(f"verify: log_n lists {len(pins)} heights for {len(entries)} tables")
     out = []
     for i, e in enumerate(entries):
-        air, pub = (
-            (e, ())
-            if isinstance(e, AIR)
-            else (e[0], e[1])
-            if isinstance(e, (tuple, list)) and len(e) == 2
-            else (None, None)
-        )
-        if not isinstance(air, AIR):
+        if isinstance(e, AIR):
+            air, pub = e, ()
+        elif isinstance(e, (tuple, list)) and len(e) == 2 and isinstance(e[0], AIR):
+            air, pub = e
+        else:
             raise TypeError(f"verify: table {i} must be an AIR or (air, public_inputs), got {e!r:.80}")
         out.append((air, pub, pins[i]))
     return out
@@ -329,16 +326,15 @@ def _verify_core(air: AIR, config: StarkConfig, log_n: int, public, tr, challeng
 
 
 def _host(a) -> list[HostVal]:
-    """Extension values ``(k, 3)`` (or one ``(3,)``) as :class:`HostVal` scalars."""
-    a = np.asarray(a).tolist()
-    return [HostVal(x) for x in a] if a and isinstance(a[0], list) else HostVal(a) if a else []
+    """Extension values ``(k, 3)`` as :class:`HostVal` scalars."""
+    return [HostVal(x) for x in np.asarray(a).reshape(-1, 3).tolist()]
 
 
 def _check_ood(air: AIR, ood: OutOfDomain, alphas, public, log_n: int, challenges, sums) -> None:
     """Section 2': the AIR's constraints at ``z`` (evaluated with Python integers: a few scalar
     operations per constraint) against the composition parts' claimed values."""
     n = 1 << log_n
-    z = _host(ood.z)
+    (z,) = _host(ood.z)
     cur, nxt = _host(ood.trace_z), _host(ood.trace_zg)
     periodic = []
     for col in air.periodic_arrays():

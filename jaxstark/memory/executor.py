@@ -40,7 +40,7 @@ def dispatch_count(name: str | None = None) -> int:
 
 
 def _sds(x, device: jax.Device):
-    if isinstance(x, jax.ShapeDtypeStruct) or hasattr(x, "shape") and hasattr(x, "dtype"):
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
         return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=jax.sharding.SingleDeviceSharding(device))
     return x
 
@@ -88,13 +88,13 @@ class RoundMemory:
 
 
 class _Executor:
-    """Bookkeeping common to planning and running."""
+    """What planning and running share: the device of each table, the host-built domain tables,
+    and the schedule's hooks for buffers held between rounds (only the planner keeps books)."""
 
     concrete = False
 
     def __init__(self, devices: dict[int, jax.Device], default: jax.Device):
         self.devices, self.default = devices, default
-        self.held: dict[int, tuple[str, object, int | None]] = {}  # id -> (name, ref, table)
 
     def device(self, table: int | None) -> jax.Device:
         return self.default if table is None else self.devices[table]
@@ -105,16 +105,12 @@ class _Executor:
         with jax.default_device(jax.devices("cpu")[0]):  # tables are built on the host (cached per shape)
             return make_domain(log_n, blowup)
 
-    def hold(self, name: str, tree, table: int | None) -> None:
-        """Mark ``tree``'s arrays as resident (e.g. the caller's trace, the domain tables)."""
-        paths = jax.tree_util.tree_flatten_with_path(tree)[0]
-        for path, leaf in paths:
-            if hasattr(leaf, "shape"):
-                self.held[id(leaf)] = (f"{name}{jax.tree_util.keystr(path)}", leaf, table)
+    def hold(self, name: str, tree, table: int | None, *, until_end: bool = False) -> None:
+        """``tree``'s arrays are resident from now on: until ``release(table)``, or to the end of
+        the proof with ``until_end`` (the caller's trace)."""
 
     def release(self, table: int) -> None:
-        """Table ``table`` is done: its buffers are dropped (the caller's trace stays)."""
-        self.held = {k: v for k, v in self.held.items() if v[2] != table or v[0].endswith("(caller's)")}
+        """Table ``table`` is done: the buffers held for it are dropped."""
 
 
 class Planner(_Executor):
@@ -123,12 +119,22 @@ class Planner(_Executor):
     def __init__(self, devices, default):
         super().__init__(devices, default)
         self.rounds: list[RoundMemory] = []
+        # id(array) -> (name, array, owning table or None when shared, held until the end)
+        self.held: dict[int, tuple[str, object, int | None, bool]] = {}
+
+    def hold(self, name: str, tree, table: int | None, *, until_end: bool = False) -> None:
+        for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+            if hasattr(leaf, "shape"):
+                self.held[id(leaf)] = (f"{name}{jax.tree_util.keystr(path)}", leaf, table, until_end)
+
+    def release(self, table: int) -> None:
+        self.held = {k: v for k, v in self.held.items() if v[2] != table or v[3]}
 
     def domain(self, table: int, log_n: int, blowup: int):
         device = self.device(table)
         return jax.tree.map(lambda x: _sds(x, device), self._host_domain(log_n, blowup))
 
-    def run(self, table: int | None, name: str, fn: Callable, args: tuple, static: dict, keep: bool = True):
+    def run(self, table: int | None, name: str, fn: Callable, args: tuple, static: dict):
         device = self.device(table)
         exe = compiled_for(fn, static, args, device)
         mem = exe.memory_analysis()
@@ -140,7 +146,7 @@ class Planner(_Executor):
             )
         arg_ids = {id(x) for x in jax.tree.leaves(args)}
         by_name: dict[str, int] = {}
-        for key, (buf, ref, owner) in self.held.items():
+        for key, (buf, ref, owner, _) in self.held.items():
             if key not in arg_ids and self.device(owner) == device:
                 by_name[buf] = by_name.get(buf, 0) + _nbytes(ref)
         out = exe.out_info
@@ -156,9 +162,7 @@ class Planner(_Executor):
                 int(mem.alias_size_in_bytes),
             )
         )
-        if keep:
-            where = "shared" if table is None else f"table {table}"
-            self.hold(f"{where}: {name}", out, table)
+        self.hold(f"{'shared' if table is None else f'table {table}'}: {name}", out, table)
         return out
 
 
@@ -174,7 +178,7 @@ class Runner(_Executor):
     def domain(self, table: int, log_n: int, blowup: int):
         return jax.device_put(self._host_domain(log_n, blowup), self.device(table))
 
-    def run(self, table: int | None, name: str, fn: Callable, args: tuple, static: dict, keep: bool = True):
+    def run(self, table: int | None, name: str, fn: Callable, args: tuple, static: dict):
         device = self.device(table)
         args = jax.device_put(args, device)
         exe = compiled_for(fn, static, args, device)

@@ -242,7 +242,7 @@ def plan(
                 raise ValueError(f"plan: table {i} has {n} rows; a power of two >= 2 is needed")
             log_n = n.bit_length() - 1
         else:
-            raise TypeError(f"plan: table {i}: rows must be an int (log2 rows) or a ({'{'}n{'}'}, {air.width}) trace")
+            raise TypeError(f"plan: table {i}: rows must be an int (log2 rows) or an (n, {air.width}) trace")
         check_shape(air, log_n, config, f"plan: table {i} ({air.name})")
         airs.append(air)
         log_ns.append(log_n)
