@@ -1,0 +1,45 @@
+"""Compile time of each round, from one ``jaxstark.plan`` of an example (fresh process).
+
+python benchmarks/bench_compile.py --example alu --log-rows 12 --blowup 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import jaxstark as js
+from jaxstark.examples import EXAMPLES
+from jaxstark.memory import executor
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--example", choices=sorted(EXAMPLES), default="alu")
+    ap.add_argument("--log-rows", type=int, default=12)
+    ap.add_argument("--blowup", type=int, default=2)
+    args = ap.parse_args(argv)
+    seconds: dict[str, float] = {}
+    compiled_for = executor.compiled_for
+
+    def timed(fn, static, fn_args, device):
+        t = time.perf_counter()
+        exe = compiled_for(fn, static, fn_args, device)
+        seconds[fn.__name__] = seconds.get(fn.__name__, 0.0) + time.perf_counter() - t
+        return exe
+
+    executor.compiled_for = timed
+    air, trace, _ = EXAMPLES[args.example](args.log_rows)
+    config = js.StarkConfig(blowup=args.blowup, num_queries=40, grinding_bits=16, fri_final_degree=64)
+    t = time.perf_counter()
+    js.plan(air, trace, config)
+    total = time.perf_counter() - t
+    print(f"{args.example} 2^{args.log_rows} b{args.blowup}: plan {total:.1f} s")
+    for name, secs in sorted(seconds.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:22} {secs:6.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
