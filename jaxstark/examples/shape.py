@@ -1,0 +1,44 @@
+"""A stand-in table of a given shape, for planning tables that do not exist yet.
+
+``ShapeTable(width=c, aux_columns=a, degree=d)`` has ``c`` main columns, one transition
+constraint of degree ``d`` per column (``next[i] - cur[i]^d``, so it reads the next row) and
+``a`` aux columns (``a`` sends of one column each on one bus, one per aux column). Its traces
+are not meant to satisfy it: it exists so that ``jaxstark.plan`` and the memory model can be
+asked about any (rows, columns, aux columns, blowup) without writing an AIR.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+
+from jaxstark.air import AIR, Val
+from jaxstark.logup import Interaction
+
+__all__ = ["ShapeTable"]
+
+
+class ShapeTable(AIR):
+    width: int = eqx.field(static=True, default=8)
+    aux_columns: int = eqx.field(static=True, default=0)
+    degree: int = eqx.field(static=True, default=2)
+
+    def __check_init__(self):
+        if not isinstance(self.width, int) or self.width < 1:
+            raise ValueError(f"ShapeTable.width must be a positive int, got {self.width!r}")
+        if not isinstance(self.aux_columns, int) or self.aux_columns < 0:
+            raise ValueError(f"ShapeTable.aux_columns must be a non-negative int, got {self.aux_columns!r}")
+        if self.degree not in (1, 2, 3, 4, 5):
+            raise ValueError(f"ShapeTable.degree must be 1 ... 5, got {self.degree!r}")
+
+    @property
+    def interactions_per_column(self) -> int:
+        return 1
+
+    def constraint_degrees(self) -> tuple[int, ...]:
+        return (self.degree,) * self.width
+
+    def transition(self, cur, nxt, periodic, public) -> list[Val]:
+        return [nxt[i] - cur[i] ** self.degree for i in range(self.width)]
+
+    def interactions(self) -> list[Interaction]:
+        return [Interaction.send("shape", lambda row, j=j: [row[j % self.width]]) for j in range(self.aux_columns)]
