@@ -6,12 +6,17 @@ coefficient array (the layout of :mod:`jaxstark.ntt`), at a base-field point (``
 elements (``ext_coeffs=True``: shape ``(n, *batch, 3)``). The powers ``1, x, ..., x^(n-1)`` are
 built by doubling (log n batched multiplications) and the sum is a modular reduction along
 axis 0, so the whole evaluation is parallel -- no length-n sequential Horner loop.
+
+Wide batches are evaluated :data:`COLUMN_BLOCK` columns at a time in a ``fori_loop``
+(:func:`sum_column_blocks`), so the products held at once are ``n x COLUMN_BLOCK``, whatever the
+width: the round's temporaries do not grow with the number of columns.
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 from jaxtyping import Array, UInt64
 
 from jaxstark.errors import ShapeError
@@ -19,19 +24,57 @@ from jaxstark.field import extension as ext
 from jaxstark.field import goldilocks as gl
 from jaxstark.field._check import field_array
 
-__all__ = ["evaluate"]
+__all__ = ["evaluate", "sum_column_blocks", "COLUMN_BLOCK"]
+
+COLUMN_BLOCK = 8  # columns per step of a blocked reduction
+
+
+def sum_column_blocks(partial, columns: int, block: int = COLUMN_BLOCK):
+    """``partial(0, c)`` computed as the field sum of ``partial(start, size)`` over blocks of
+    ``block`` columns, the full blocks in a ``fori_loop`` (``start`` traced there) and the rest
+    after it, so one block's temporaries are live at a time. ``partial(start, size)`` reduces
+    columns ``[start, start + size)`` to one field value (any shape, base or extension:
+    addition is coordinate-wise)."""
+    full, rest = divmod(columns, block)
+    if full <= 1:
+        return partial(0, columns)
+    acc = lax.fori_loop(1, full, lambda k, acc: gl._add(acc, partial(k * block, block)), partial(0, block))
+    return gl._add(acc, partial(full * block, rest)) if rest else acc
 
 
 def _evaluate(coeffs: Array, x: Array, ext_coeffs: bool) -> Array:
     n = coeffs.shape[0]
-    batch_nd = coeffs.ndim - 1 - int(ext_coeffs)
+    batch = coeffs.shape[1 : coeffs.ndim - int(ext_coeffs)]
+    tail = (3,) if ext_coeffs or x.ndim else ()  # an extension result per column
+    flat = coeffs.reshape(n, -1, *((3,) if ext_coeffs else ()))  # (n, C[, 3])
+    columns = flat.shape[1]
     if x.ndim == 0:  # base point: powers (n,)
-        xp = gl._powers(x, n).reshape(n, *((1,) * batch_nd), *((1,) if ext_coeffs else ()))
-        terms = gl._mul(coeffs, xp)
+        xp = gl._powers(x, n).reshape(n, 1, *((1,) if ext_coeffs else ()))
     else:  # extension point: powers (n, 3)
-        xp = ext._powers(x, n).reshape(n, *((1,) * batch_nd), 3)
-        terms = ext._mul(coeffs, xp) if ext_coeffs else ext._mul_base(xp, coeffs)
-    return gl._sum(terms, 0)
+        xp = ext._powers(x, n).reshape(n, 1, 3)
+
+    def block_values(start, size):  # columns [start, start + size) evaluated: (size, *tail)
+        block = lax.dynamic_slice_in_dim(flat, start, size, axis=1)
+        if x.ndim == 0:
+            terms = gl._mul(block, xp)
+        else:
+            terms = ext._mul(block, xp) if ext_coeffs else ext._mul_base(xp, block)
+        return gl._sum(terms, 0)
+
+    full, rest = divmod(columns, COLUMN_BLOCK)
+    if full <= 1:
+        values = block_values(0, columns)
+    else:  # one block of columns at a time (see the module docstring)
+
+        def body(k, acc):
+            return lax.dynamic_update_slice_in_dim(
+                acc, block_values(k * COLUMN_BLOCK, COLUMN_BLOCK), k * COLUMN_BLOCK, 0
+            )
+
+        values = lax.fori_loop(0, full, body, jnp.zeros((columns, *tail), jnp.uint64))
+        if rest:
+            values = values.at[full * COLUMN_BLOCK :].set(block_values(full * COLUMN_BLOCK, rest))
+    return values.reshape(*batch, *tail)
 
 
 _evaluate_jit = jax.jit(_evaluate, static_argnums=2)

@@ -194,6 +194,29 @@ def test_evaluate_at_base_and_extension_points():
     np.testing.assert_array_equal(gl.to_int(got_eb), np.stack([want_base] * 3, axis=-1))
 
 
+@pytest.mark.parametrize("width", [8, 16, 21])  # one block, two full blocks, blocks and a rest
+def test_evaluate_wide_batches_block_by_block(width):
+    rng = random.Random(width)
+    c = rand_matrix(rng, 9, width)
+    z = tuple(rng.randrange(P) for _ in range(3))
+    zp = [(1, 0, 0)]
+    for _ in range(8):
+        zp.append(ext_mul(zp[-1], z))
+    want = np.array(
+        [[sum(int(c[k, j]) * zp[k][i] for k in range(9)) % P for i in range(3)] for j in range(width)], dtype=object
+    )
+    got = poly.evaluate(gl.from_int(c), ext.from_int(list(z)))
+    chex.assert_shape(got, (width, 3))
+    np.testing.assert_array_equal(gl.to_int(got), want)
+    x = rng.randrange(P)
+    want_base = np.array([sum(int(c[k, j]) * pow(x, k, P) for k in range(9)) % P for j in range(width)], dtype=object)
+    np.testing.assert_array_equal(gl.to_int(poly.evaluate(gl.from_int(c), np.uint64(x))), want_base)
+    ce = np.stack([c, c, c], axis=-1).reshape(9, width // 2 if width % 2 == 0 else width, -1, 3)
+    got_e = poly.evaluate(gl.from_int(ce), ext.from_int(list(z)), ext_coeffs=True)
+    one_w_w2 = ext.from_int([1, 1, 1])
+    np.testing.assert_array_equal(got_e.reshape(width, 3), ext.mul(got, jnp.broadcast_to(one_w_w2, (width, 3))))
+
+
 def test_evaluate_interpolant_reproduces_trace_values():
     x = gl.random(jax.random.PRNGKey(8), (64, 2))
     coeffs = ntt.intt(x)

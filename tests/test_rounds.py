@@ -3,6 +3,8 @@ table with interactions, so the aux round runs too)."""
 
 import chex
 import jax.numpy as jnp
+import numpy as np
+import pytest
 
 import jaxstark as js
 from jaxstark.examples import Alu, alu_trace
@@ -75,3 +77,18 @@ def test_round_outputs_have_the_documented_shapes():
     for k in range(layers):
         chex.assert_shape([op.fri_rows[k], op.fri_paths[k]], [(q, 6), (q, log_l - 1 - k, 32)])
     assert int(jnp.max(op.indices)) < size
+
+
+@pytest.mark.parametrize("width", [0, 5, 8, 16, 19])
+def test_deep_column_dot_block_by_block_matches_integers(width):
+    """The DEEP combination's sum over columns, taken a block of columns at a time."""
+    from jaxstark.field import goldilocks as gl
+    from jaxstark.rounds.r4_deep_fri import _dot_base_ext
+
+    rng = np.random.default_rng(width)
+    t = rng.integers(0, gl.P, size=(6, width), dtype=np.uint64)
+    g = rng.integers(0, gl.P, size=(width, 3), dtype=np.uint64)
+    want = [[sum(int(t[r, i]) * int(g[i, k]) for i in range(width)) % gl.P for k in range(3)] for r in range(6)]
+    got = _dot_base_ext(jnp.asarray(t), jnp.asarray(g))
+    chex.assert_shape(got, (6, 3))
+    assert np.asarray(got).tolist() == want

@@ -33,6 +33,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 from jaxtyping import Array, Bool, UInt8, UInt64
 
 from jaxstark.field import extension as fext
@@ -40,6 +41,7 @@ from jaxstark.field import goldilocks as gl
 from jaxstark.lde import _coset_interpolate
 from jaxstark.merkle import _build
 from jaxstark.ntt import _make_tables
+from jaxstark.poly import sum_column_blocks
 from jaxstark.rounds.domain import Domain
 from jaxstark.rounds.r3_ood import OutOfDomain
 from jaxstark.transcript import Transcript
@@ -62,8 +64,21 @@ def fri_num_layers(log_n: int, final_degree: int) -> int:
 
 
 def _dot_base_ext(t: Array, g: Array) -> Array:
-    """sum_i t[..., i] * g[i] for base t (..., c) and extension g (c, 3) -> (..., 3)."""
-    return jnp.stack([gl._sum(gl._mul(t, g[:, k]), -1) for k in range(3)], axis=-1)
+    """sum_i t[..., i] * g[i] for base t (..., c) and extension g (c, 3) -> (..., 3), a block of
+    columns at a time, each block an elementwise sum (no (..., c) product is materialised)."""
+
+    def partial(start, size):
+        acc = None
+        for j in range(size):
+            col = lax.dynamic_index_in_dim(t, start + j, axis=-1, keepdims=False)
+            gj = lax.dynamic_index_in_dim(g, start + j, axis=0, keepdims=False)
+            term = jnp.stack([gl._mul(col, gj[k]) for k in range(3)], axis=-1)
+            acc = term if acc is None else fext._add(acc, term)
+        return acc
+
+    if t.shape[-1] == 0:
+        return jnp.zeros((*t.shape[:-1], 3), jnp.uint64)
+    return sum_column_blocks(partial, t.shape[-1])
 
 
 def _dot_ext_ext(h: Array, g: Array) -> Array:
