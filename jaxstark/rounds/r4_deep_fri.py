@@ -64,20 +64,15 @@ def fri_num_layers(log_n: int, final_degree: int) -> int:
 
 
 def _dot_base_ext(t: Array, g: Array) -> Array:
-    """sum_i t[..., i] * g[i] for base t (..., c) and extension g (c, 3) -> (..., 3), a block of
-    columns at a time, each block an elementwise sum (no (..., c) product is materialised)."""
+    """sum_i t[..., i] * g[i] for base t (..., c) and extension g (c, 3) -> (..., 3), reduced a
+    block of columns at a time (:func:`~jaxstark.poly.sum_column_blocks`), so at most a block's
+    products are ever materialised, whatever the width."""
 
     def partial(start, size):
-        acc = None
-        for j in range(size):
-            col = lax.dynamic_index_in_dim(t, start + j, axis=-1, keepdims=False)
-            gj = lax.dynamic_index_in_dim(g, start + j, axis=0, keepdims=False)
-            term = jnp.stack([gl._mul(col, gj[k]) for k in range(3)], axis=-1)
-            acc = term if acc is None else fext._add(acc, term)
-        return acc
+        tb = lax.dynamic_slice_in_dim(t, start, size, axis=t.ndim - 1)
+        gb = lax.dynamic_slice_in_dim(g, start, size, axis=0)
+        return jnp.stack([gl._sum(gl._mul(tb, gb[:, k]), -1) for k in range(3)], axis=-1)
 
-    if t.shape[-1] == 0:
-        return jnp.zeros((*t.shape[:-1], 3), jnp.uint64)
     return sum_column_blocks(partial, t.shape[-1])
 
 
