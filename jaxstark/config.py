@@ -33,7 +33,9 @@ class StarkConfig(eqx.Module):
     * ``vram_budget_mb``: the device budget in MiB (``JAXSTARK_VRAM_BUDGET_MB`` overrides it;
       default: XLA's allocator limit times the headroom);
     * ``device_row_floor_log2``: tables of fewer than ``2^k`` rows run on the CPU device when the
-      target is an accelerator (default 14).
+      target is an accelerator (default 8: on an H200 and its 16-core host, the accelerator
+      proved the ALU table at least as fast as the host from 2^8 rows up,
+      ``benchmarks/bench_row_floor.py``; smaller tables were not measured).
     """
 
     blowup: int = eqx.field(static=True, default=4)
@@ -42,7 +44,7 @@ class StarkConfig(eqx.Module):
     fri_final_degree: int = eqx.field(static=True, default=64)
     hash: str = eqx.field(static=True, default="blake3")
     vram_budget_mb: float | None = eqx.field(static=True, default=None)
-    device_row_floor_log2: int = eqx.field(static=True, default=14)
+    device_row_floor_log2: int = eqx.field(static=True, default=8)
 
     def __check_init__(self) -> None:
         b = self.blowup

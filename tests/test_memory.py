@@ -1,6 +1,8 @@
 """The memory planner: plans from shapes, admission before dispatch, loud device failures, the
 test-only host fallback."""
 
+import os
+
 import jax
 import numpy as np
 import pytest
@@ -96,6 +98,23 @@ def test_budget_sources_and_bad_values(monkeypatch):
             device_budget(cpu)
     with pytest.raises(ValueError, match="vram_budget_mb"):
         cfg(vram_budget_mb=-1)
+
+
+def test_headroom_follows_the_allocator_posture(monkeypatch):
+    from jaxstark.memory.budget import HEADROOM, HEADROOM_GROWTH, headroom
+
+    for var in ("XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_ALLOCATOR"):
+        monkeypatch.delenv(var, raising=False)
+    assert headroom() == (HEADROOM, "preallocated allocator") and HEADROOM == 0.9
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    assert headroom() == (HEADROOM_GROWTH, "allocator grows on demand") and HEADROOM_GROWTH == 0.7
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_ALLOCATOR", "platform")
+    assert headroom()[0] == HEADROOM_GROWTH
+    cpu = jax.devices("cpu")[0]
+    monkeypatch.delenv(ENV_BUDGET, raising=False)
+    phys = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert device_budget(cpu).bytes == int(phys * HEADROOM_GROWTH)
     with pytest.raises(ValueError, match="device_row_floor_log2"):
         cfg(device_row_floor_log2=40)
 

@@ -14,7 +14,15 @@ import equinox as eqx
 from jaxstark.air import AIR, Val
 from jaxstark.logup import Interaction
 
-__all__ = ["ShapeTable"]
+__all__ = ["ShapeTable", "shape_config"]
+
+
+def shape_config(blowup: int):
+    """The config the memory model's recorded figures use (``benchmarks/fit_memory_model.py``):
+    40 queries, 16 grinding bits, FRI final degree 64, BLAKE3."""
+    from jaxstark.config import StarkConfig
+
+    return StarkConfig(blowup=blowup, num_queries=40, grinding_bits=16, fri_final_degree=64)
 
 
 class ShapeTable(AIR):

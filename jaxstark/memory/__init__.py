@@ -3,14 +3,16 @@
 * :mod:`.budget` -- the device budget (a process constant) and the facts diagnostics report;
 * :mod:`.executor` -- the prover's schedule run abstractly (compile + ``memory_analysis``) or
   for real (the same executables, device failures made loud);
-* :mod:`.plan` -- :func:`plan`, the :class:`Plan` (per table, per round, term by term), admission.
-
-(The closed-form model of the same device sets, for sweeps that compile nothing, is not built
-yet.)
+* :mod:`.plan` -- :func:`plan`, the :class:`Plan` (per table, per round, term by term), admission;
+* :mod:`.model` -- :func:`model`, the same device sets in closed form (held buffers, arguments
+  and outputs exact; XLA's temporaries fitted per backend), for sweeps that compile nothing.
 """
 
 from jaxstark.memory.budget import Budget, device_budget
 from jaxstark.memory.executor import RoundMemory, dispatch_count
+from jaxstark.memory.model import TableModel, model
 from jaxstark.memory.plan import Plan, TablePlan, plan
 
-__all__ = ["plan", "Plan", "TablePlan", "RoundMemory", "Budget", "device_budget", "dispatch_count"]
+__all__ = [
+    "plan", "Plan", "TablePlan", "RoundMemory", "Budget", "device_budget", "dispatch_count", "model", "TableModel",
+]  # fmt: skip

@@ -6,13 +6,24 @@ with the first. Sources, in order of precedence:
 
 1. ``JAXSTARK_VRAM_BUDGET_MB`` (environment; MiB, a positive number);
 2. ``StarkConfig.vram_budget_mb`` (a config field; MiB);
-3. XLA's allocator limit ``device.memory_stats()["bytes_limit"]`` times ``HEADROOM`` (0.8): the
-   pool JAX's allocator may use (75% of the card by default, or what
-   ``XLA_PYTHON_CLIENT_MEM_FRACTION`` says), less a margin for fragmentation and for buffers
-   XLA's per-executable analysis does not see (the allocator's own bookkeeping, cuBLAS/cuFFT
-   workspaces);
+3. XLA's allocator limit ``device.memory_stats()["bytes_limit"]`` (the pool JAX's allocator may
+   use: 75% of the card by default, or what ``XLA_PYTHON_CLIENT_MEM_FRACTION`` says) times a
+   headroom that depends on the allocator posture (:func:`headroom`), measured on an H200
+   (``benchmarks/bench_memory.py --headroom``, results in ``benchmarks/RESULTS.md``):
+
+   * preallocated (JAX's default: one region reserved up front): ``HEADROOM`` = 0.9. A proof
+     planned at 80, 90, 95, 98 and 100% of the limit ran every time (measured peak 96% of the
+     limit); the remaining 10% covers what the plan does not see -- the allocator handing out
+     a free chunk larger than the request (measured up to +192 MiB at the trace commit), plan
+     error (the planner is within +8 / -5% of the measured peak from 0.5 GiB up) and XLA's
+     compile-time autotuning scratch (up to 2 GiB, while planning, before the proof's buffers
+     exist);
+   * growing on demand (``XLA_PYTHON_CLIENT_PREALLOCATE=false``) or the platform allocator:
+     ``HEADROOM_GROWTH`` = 0.7. Regions are allocated one by one and a large buffer needs one
+     contiguous region: the same proof ran at 50, 60 and 70% of the limit and ran out of memory
+     at 80%;
 4. on a backend that reports no memory statistics (the CPU): the machine's physical memory
-   (``sysconf(SC_PHYS_PAGES) * SC_PAGE_SIZE``) times ``HEADROOM``.
+   (``sysconf(SC_PHYS_PAGES) * SC_PAGE_SIZE``) times ``HEADROOM_GROWTH``.
 
 Live free/total memory is read only for diagnostics (:func:`live_memory`).
 """
@@ -24,9 +35,13 @@ import os
 
 import jax
 
-__all__ = ["Budget", "device_budget", "live_memory", "allocator_posture", "HEADROOM", "ENV_BUDGET"]
+__all__ = [
+    "Budget", "device_budget", "live_memory", "allocator_posture", "headroom", "HEADROOM", "HEADROOM_GROWTH",
+    "ENV_BUDGET",
+]  # fmt: skip
 
-HEADROOM = 0.8
+HEADROOM = 0.9  # preallocated allocator pool (JAX's default)
+HEADROOM_GROWTH = 0.7  # a pool that grows region by region, and the host
 ENV_BUDGET = "JAXSTARK_VRAM_BUDGET_MB"
 MIB = 1 << 20
 _POSTURE_VARS = ("XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_ALLOCATOR")
@@ -56,6 +71,17 @@ def _memory_stats(device: jax.Device) -> dict | None:
     return stats or None
 
 
+def headroom() -> tuple[float, str]:
+    """The fraction of the allocator limit a plan may use, and why (see the module docstring)."""
+    prealloc = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true").strip().lower() not in ("false", "0", "no")
+    allocator = os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "default").strip().lower()
+    if allocator == "platform":
+        return HEADROOM_GROWTH, "platform allocator"
+    if not prealloc:
+        return HEADROOM_GROWTH, "allocator grows on demand"
+    return HEADROOM, "preallocated allocator"
+
+
 def device_budget(device: jax.Device, config_mb: float | None = None) -> Budget:
     """The budget for ``device`` (see the module docstring for the order of sources)."""
     where = _describe(device)
@@ -73,11 +99,11 @@ def device_budget(device: jax.Device, config_mb: float | None = None) -> Budget:
     stats = _memory_stats(device)
     if stats and stats.get("bytes_limit"):
         limit = int(stats["bytes_limit"])
-        return Budget(int(limit * HEADROOM), f"XLA allocator limit {limit:,} B x headroom {HEADROOM}", where)
+        frac, why = headroom()
+        return Budget(int(limit * frac), f"XLA allocator limit {limit:,} B x headroom {frac} ({why})", where)
     phys = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    return Budget(
-        int(phys * HEADROOM), f"host physical memory {phys:,} B x headroom {HEADROOM} (no device stats)", where
-    )
+    frac = HEADROOM_GROWTH
+    return Budget(int(phys * frac), f"host physical memory {phys:,} B x headroom {frac} (no device stats)", where)
 
 
 def live_memory(device: jax.Device) -> str:

@@ -1,0 +1,275 @@
+"""The closed-form memory model: a table's device sets as arithmetic on its shape, compiling nothing.
+
+:func:`model` mirrors :func:`jaxstark.prover.schedule` for one table -- the same rounds, the same
+buffers held between them, the same arguments and outputs, each a named term computed exactly
+from the shape -- and adds each round's XLA temporaries as a linear form in the round's data
+sizes, with coefficients per backend (:data:`TEMP_COEFFS`) fitted to ``memory_analysis()`` of
+the compiled rounds by ``benchmarks/fit_memory_model.py`` (which records the figures it was
+fitted on in ``benchmarks/data/``; ``tests/test_memory_model.py`` holds the model to them and to
+live plans). A sweep over thousands of shapes takes milliseconds: this is the model for what-if
+questions ("how wide a table fits an 80 GB card at blowup 4?"); :func:`jaxstark.plan` remains
+the authority that admission uses.
+
+Notation: ``n`` rows, ``L = n * blowup`` LDE rows, ``c`` main columns, ``a`` aux (extension)
+columns, ``P`` composition parts, ``q`` queries. A base element is 8 bytes, an extension element
+24, a digest 32; a Merkle tree over ``m`` leaves is a ``2m x 32``-byte node array.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from jaxstark.air import AIR
+from jaxstark.config import StarkConfig
+from jaxstark.rounds.r4_deep_fri import fri_num_layers
+
+__all__ = ["ModelRound", "TableModel", "model", "features", "FEATURES", "ROUND_FEATURES", "TEMP_COEFFS", "FIT_QUALITY"]
+
+GRIND_BATCH = 1 << 14  # nonces per grinding step (jaxstark.transcript.Transcript.grind)
+
+# What each round's temporaries are fitted on: the data sizes the round computes over (element
+# counts; a coefficient is bytes per element). "grind" is the grinding batch (nonces), "1" a constant.
+ROUND_FEATURES: dict[str, tuple[str, ...]] = {
+    "statement": ("1",),
+    "trace commit": ("L", "L*logL", "L*c", "n*c", "1"),
+    "logup challenges": ("1",),
+    "aux commit": ("L", "L*a", "n*c", "n*a", "1"),
+    "fork": ("1",),
+    "composition": ("L", "L*c", "L*c*P", "L*a", "L*P", "n*P", "1"),
+    "out-of-domain": ("n", "n*c", "n*a", "n*P", "1"),
+    "DEEP + FRI": ("L", "L*logL", "L*c", "L*a", "L*P", "1"),
+    "queries": ("L", "grind", "1"),
+}
+FEATURES = ("n", "L", "L*logL", "L*c", "L*c*P", "L*a", "L*P", "n*c", "n*a", "n*P", "grind", "1")
+
+# Per backend, per round: the temporaries as the largest of one or two linear forms (bytes per
+# unit of each feature), fitted by ``python benchmarks/fit_memory_model.py fit`` on that
+# backend's recorded figures (benchmarks/data/memory_<backend>.json). Paste its output here.
+# fmt: off
+TEMP_COEFFS: dict[str, dict[str, tuple[dict[str, float], ...]]] = {
+    "cpu": {
+        "DEEP + FRI": ({'L': 247.2, 'L*logL': 8.111, 'L*c': 0.3128, 'L*a': 75.54, 'L*P': 60.55},),
+        "aux commit": ({'L': 431.7},),
+        "composition": ({'L': 268.9, 'L*c': 9.971, 'L*c*P': 13.45, 'L*P': 1.664, 'n*P': 79.3, '1': 15740.0},),
+        "fork": ({'1': 456.0},),
+        "logup challenges": ({'1': 1280.0},),
+        "out-of-domain": ({'n': 225.6, 'n*c': 0.9015, 'n*a': 117.8},),
+        "queries": ({'grind': 368.0},),
+        "statement": ({'1': 2041.0},),
+        "trace commit": ({'L': 338.5, 'L*c': 12.86, 'n*c': 11.7, '1': 4946.0},),
+    },
+    "gpu": {
+        "DEEP + FRI": ({'L*logL': 4.889, 'L*c': 0.5654, 'L*a': 81.12, 'L*P': 182.5},),
+        "aux commit": ({'L': 162.5, '1': 8123000.0},),
+        "composition": ({'L': 136.3, 'L*c': 6.638, 'L*a': 40.82, 'L*P': 3.338},),
+        "fork": ({'1': 832.0},),
+        "logup challenges": ({'1': 1024.0},),
+        "out-of-domain": ({'n': 2.44, 'n*c': 8.84, 'n*a': 94.74, 'n*P': 72.66},),
+        "queries": ({'L': 2.494e-05, 'grind': 256.2},),
+        "statement": ({'1': 5227.0},),
+        "trace commit": ({'L*logL': 3.914, 'L*c': 13.4, '1': 17630000.0},),
+    },
+}
+# fmt: on
+
+# How well each backend's fit matches XLA (peak of the device set, worst relative error), and
+# on what -- reported with every model (TableModel.__str__).
+FIT_QUALITY = {
+    "cpu": "peak within 7.8% of XLA on 22 held-out shapes (5.2% on the 14 fitted; 2^8-2^16 rows, 2-400 columns, "
+    "blowup 2-8), 2-core CPU, jax 0.10.2",
+    "gpu": "provisional: peak within 40% of XLA on 17 shapes recorded on an H200 (jax 0.11.2) with a DEEP round "
+    "that has changed since; to be recorded again",
+}
+
+
+def features(log_n: int, blowup: int, c: int, a: int, parts: int, grinding_bits: int = 16) -> dict[str, int]:
+    """The quantities of :data:`FEATURES` for one shape."""
+    n = 1 << log_n
+    size = n * blowup
+    return {
+        "n": n, "L": size, "L*logL": size * (log_n + blowup.bit_length() - 1), "L*c": size * c,
+        "L*c*P": size * c * parts, "L*a": size * a, "L*P": size * parts, "n*c": n * c, "n*a": n * a,
+        "n*P": n * parts, "grind": GRIND_BATCH if grinding_bits else 0, "1": 1,
+    }  # fmt: skip
+
+
+Terms = tuple[tuple[str, int], ...]
+
+
+@dataclasses.dataclass(eq=False)
+class _Buf:
+    """A buffer of the schedule (compared by identity, as the planner tracks arrays)."""
+
+    name: str
+    nbytes: int
+    leaves: int = 1  # arrays it stands for (XLA keeps a pointer per output array)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelRound:
+    """One round's device set: buffers held from earlier rounds (not arguments of this one), the
+    round's arguments and outputs (exact), and its temporaries (fitted)."""
+
+    name: str
+    held: Terms
+    arguments: Terms
+    outputs: Terms
+    temporaries: int
+
+    @property
+    def held_bytes(self) -> int:
+        return sum(b for _, b in self.held)
+
+    @property
+    def argument_bytes(self) -> int:
+        return sum(b for _, b in self.arguments)
+
+    @property
+    def output_bytes(self) -> int:
+        return sum(b for _, b in self.outputs)
+
+    @property
+    def total(self) -> int:
+        return self.held_bytes + self.argument_bytes + self.output_bytes + self.temporaries
+
+    def terms(self) -> dict[str, int]:
+        """Every term by name (bytes), e.g. ``"held: main LDE"``, ``"temporaries (fitted)"``."""
+        out: dict[str, int] = {}
+        for kind, pairs in (("held", self.held), ("argument", self.arguments), ("output", self.outputs)):
+            for name, b in pairs:
+                out[f"{kind}: {name}"] = out.get(f"{kind}: {name}", 0) + b
+        out["temporaries (fitted)"] = self.temporaries
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class TableModel:
+    """The model of one table's proof: ``rounds`` in execution order."""
+
+    log_n: int
+    width: int
+    aux_columns: int
+    parts: int
+    blowup: int
+    backend: str
+    rounds: tuple[ModelRound, ...]
+
+    @property
+    def binding(self) -> ModelRound:
+        return max(self.rounds, key=lambda r: r.total)
+
+    @property
+    def peak(self) -> int:
+        return self.binding.total
+
+    def round(self, name: str) -> ModelRound:
+        return next(r for r in self.rounds if r.name == name)
+
+    def __str__(self) -> str:
+        from jaxstark.memory.plan import _size
+
+        aux = f" + {self.aux_columns} aux" if self.aux_columns else ""
+        head = f"{'round':18}" + "".join(f" {c:>12}" for c in ("held before", "arguments", "outputs", "temporaries"))
+        head += f" {'device set':>12}"
+        lines = [f"model ({self.backend}): 2^{self.log_n} rows x {self.width} main{aux} @ blowup {self.blowup}", head]
+        b = self.binding
+        for r in self.rounds:
+            values = (r.held_bytes, r.argument_bytes, r.output_bytes, r.temporaries, r.total)
+            lines.append(
+                f"{r.name:18}" + "".join(f" {_size(v):>12}" for v in values) + ("  <- binding" if r is b else "")
+            )
+        lines.append(f"peak {_size(b.total)} ({b.name}); temporaries fitted: {FIT_QUALITY.get(self.backend, 'custom')}")
+        return "\n".join(lines)
+
+
+def model(
+    air: AIR | None,
+    log_n: int,
+    config: StarkConfig,
+    *,
+    width: int | None = None,
+    aux_columns: int | None = None,
+    parts: int | None = None,
+    buses: int | None = None,
+    public_inputs: int | None = None,
+    backend: str | None = None,
+    coeffs: dict[str, tuple[dict[str, float], ...]] | None = None,
+) -> TableModel:
+    """Every round's device set for one table of ``2^log_n`` rows proved alone: ``air`` gives the
+    width, aux columns, composition parts, buses and public inputs, or pass them with
+    ``air=None`` for a hypothetical table (unset: no aux columns, one part). ``backend`` picks
+    the fitted temporaries (``"gpu"`` or ``"cpu"``; default: JAX's default backend, see
+    :data:`FIT_QUALITY` for how well each fits); ``coeffs`` overrides them."""
+    if backend is None:
+        import jax
+
+        backend = "cpu" if jax.default_backend() == "cpu" else "gpu"
+    c = width if width is not None else air.width
+    a = aux_columns if aux_columns is not None else (air.num_aux_columns if air is not None else 0)
+    p = parts if parts is not None else (air.composition_parts if air is not None else 1)
+    if buses is None:
+        buses = len({i.bus for i in air.interactions()}) if air is not None else (1 if a else 0)
+    k = public_inputs if public_inputs is not None else (air.num_public_inputs if air is not None else 0)
+    if coeffs is None:
+        if backend not in TEMP_COEFFS:
+            raise ValueError(f"model: backend must be one of {sorted(TEMP_COEFFS)}, got {backend!r}")
+        coeffs = TEMP_COEFFS[backend]
+    for name, value in (("width", c), ("aux_columns", a), ("parts", p), ("log_n", log_n)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name in ("width", "parts") else 0):
+            raise ValueError(f"model: {name} must be a {'positive' if name in ('width', 'parts') else 'non-negative'} "
+                             f"int, got {value!r}")  # fmt: skip
+    n, q = 1 << log_n, config.num_queries
+    size, log_size = n * config.blowup, log_n + config.log_blowup
+    feats = features(log_n, config.blowup, c, a, p, config.grinding_bits)
+
+    def temps(name: str) -> int:
+        return round(max((sum(x * feats[f] for f, x in form.items()) for form in coeffs.get(name, ())), default=0))
+
+    def buf(name: str, nbytes: int, leaves: int = 1) -> _Buf:
+        return _Buf(name, nbytes, leaves)
+
+    trace = buf("trace (caller's)", 8 * n * c)
+    domain = buf("domain tables", 8 * (n + 2 * size + 2))
+    public = buf("public inputs", 8 * k)
+    main = [buf("main LDE", 8 * size * c), buf("main coefficients", 8 * n * c), buf("main tree", 64 * size)]
+    aux = [buf("aux LDE", 24 * size * a), buf("aux coefficients", 24 * n * a), buf("aux tree", 64 * size),
+           buf("bus sums", 24 * buses), buf("degenerate flag", 1)] if a else []  # fmt: skip
+    comp = [buf("parts coefficients", 24 * n * p), buf("parts LDE", 24 * size * p), buf("parts tree", 64 * size),
+            buf("excess flag", 1)]  # fmt: skip
+    ood = [buf("out-of-domain values", 24 * (1 + 2 * c + p + 2 * a), leaves=6)]
+    layers = fri_num_layers(log_n, config.fri_final_degree)
+    heights = [size >> (j + 1) for j in range(layers)]
+    fri = [buf("FRI leaves", 48 * sum(heights), layers), buf("FRI trees", 64 * sum(heights), layers),
+           buf("FRI final + flag", 24 * (n >> layers) + 1, 2)]  # fmt: skip
+    path = 32 * q * log_size
+    opened = 8 + 4 * q + 8 * q * c + path + 24 * q * a + (path if a else 0) + 24 * q * p + path
+    opened += sum(48 * q + 32 * q * (h.bit_length() - 1) for h in heights)
+
+    rounds: list[ModelRound] = []
+    held: list[_Buf] = [trace, domain]
+    tr: list[_Buf | None] = [None]  # the current transcript (every round returns a new one)
+
+    def step(name: str, args: list[_Buf], outs: list[_Buf]) -> None:
+        args = [*args, *(tr[0:1] if tr[0] is not None else [])]
+        new_tr = buf("transcript", 32)
+        rest = tuple((h.name, h.nbytes) for h in held if not any(h is x for x in args))
+        pairs = lambda bufs: tuple((x.name, x.nbytes) for x in bufs)  # noqa: E731
+        leaves = sum(x.leaves for x in [*outs, new_tr])
+        table = (("output pointers", 8 * leaves),) if leaves > 1 else ()  # XLA's tuple of output arrays
+        rounds.append(ModelRound(name, rest, pairs(args), (*pairs([*outs, new_tr]), *table), temps(name)))
+        held.extend([*outs, new_tr])
+        tr[0] = new_tr
+
+    step("statement", [public], [])
+    step("trace commit", [trace, domain], main)
+    challenges = buf("LogUp challenges", 48)
+    if a:
+        step("logup challenges", [], [challenges])
+        step("aux commit", [trace, domain, challenges], aux)
+    step("fork", [buf("table index", 8)], [])
+    logup = [challenges, aux[3]] if a else []
+    step("composition", [domain, main[0], *aux[:1], *logup, public], comp)
+    step("out-of-domain", [main[1], *aux[1:2], comp[0]], ood)
+    step("DEEP + FRI", [domain, main[0], *aux[:1], comp[1], *ood], fri)
+    step("queries", [*main, *aux, *comp, *fri], [buf("openings", opened, 8 + 2 * layers)])
+    return TableModel(log_n, c, a, p, config.blowup, backend, tuple(rounds))
