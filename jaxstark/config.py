@@ -35,7 +35,10 @@ class StarkConfig(eqx.Module):
     * ``device_row_floor_log2``: tables of fewer than ``2^k`` rows run on the CPU device when the
       target is an accelerator (default 8: on an H200 and its 16-core host, the accelerator
       proved the ALU table at least as fast as the host from 2^8 rows up,
-      ``benchmarks/bench_row_floor.py``; smaller tables were not measured).
+      ``benchmarks/bench_row_floor.py``; smaller tables were not measured);
+    * ``max_chunk_rows_log2``: split taller row-local tables into chunks of ``2^k`` rows, proven
+      as separate units on the same buses (``JAXSTARK_MAX_CHUNK_ROWS_LOG2`` overrides it; see
+      :mod:`jaxstark.chunking`; default None: no split).
     """
 
     blowup: int = eqx.field(static=True, default=4)
@@ -45,6 +48,7 @@ class StarkConfig(eqx.Module):
     hash: str = eqx.field(static=True, default="blake3")
     vram_budget_mb: float | None = eqx.field(static=True, default=None)
     device_row_floor_log2: int = eqx.field(static=True, default=8)
+    max_chunk_rows_log2: int | None = eqx.field(static=True, default=None)
 
     def __check_init__(self) -> None:
         b = self.blowup
@@ -63,6 +67,9 @@ class StarkConfig(eqx.Module):
         floor = self.device_row_floor_log2
         if isinstance(floor, bool) or not isinstance(floor, int) or not 0 <= floor <= 31:
             raise ValueError(f"StarkConfig.device_row_floor_log2 must be an int in [0, 31], got {floor!r}")
+        cap = self.max_chunk_rows_log2
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= 31):
+            raise ValueError(f"StarkConfig.max_chunk_rows_log2 must be None or an int in [1, 31], got {cap!r}")
         if self.hash not in HASHES:
             raise ValueError(f"StarkConfig.hash must be one of {sorted(HASHES)}, got {self.hash!r}")
 

@@ -1,14 +1,16 @@
 """The proof object and its byte format.
 
-A :class:`Proof` holds the config's fingerprint and one :class:`TableProof` per table, in the
-statement's order (a single-table proof has one).
+A :class:`Proof` holds the config's fingerprint, per statement table the log2 of its number of
+row chunks (0: proven whole; :mod:`jaxstark.chunking`) and one :class:`TableProof` per proven
+unit -- every table's chunks in the statement's order (a single-table proof has one).
 
-Format, version 2 (all integers little-endian):
+Format, version 3 (all integers little-endian):
 
     magic   8 bytes  b"JXSTARK\\0"
-    version u16      2
+    version u16      3
     field   config_id
-    tables  u32 count (1 ... 4096), then for each table its fields in the order of
+    chunks  u32 statement table count (1 ... 4096), then one u8 per table: log2 chunks (<= 12)
+    tables  u32 count (= the sum of 2^chunks), then for each its fields in the order of
             ``TableProof.FIELDS``
     end     4 bytes  b"END\\0"; nothing may follow
 
@@ -38,7 +40,7 @@ __all__ = ["Proof", "TableProof", "MAGIC", "VERSION"]
 
 MAGIC = b"JXSTARK\x00"
 END = b"END\x00"
-VERSION = 2
+VERSION = 3
 MAX_TABLES = 4096
 _DTYPES = {1: np.uint8, 8: np.uint64}
 _CODES = {np.dtype(np.uint8): 1, np.dtype(np.uint64): 8}
@@ -118,13 +120,21 @@ class Proof(eqx.Module):
     """A STARK proof of one or more tables. ``size_breakdown()`` reports bytes per part."""
 
     config_id: str = eqx.field(static=True)
-    tables: tuple[TableProof, ...]
+    tables: tuple[TableProof, ...]  # one per unit: every statement table's chunks, in order
+    chunks: tuple[int, ...] = eqx.field(static=True, default=())  # per statement table: log2 chunk count
 
     # -- bytes ----------------------------------------------------------------------------------
+
+    @property
+    def layout(self) -> tuple[int, ...]:
+        """Per statement table, log2 of its number of chunks (every table whole if unset)."""
+        return self.chunks or (0,) * len(self.tables)
 
     def to_bytes(self) -> bytes:
         out = [MAGIC, struct.pack("<H", VERSION)]
         _write_field(out, "config_id", "s", self.config_id)
+        out.append(struct.pack("<I", len(self.layout)))
+        out.append(bytes(self.layout))
         out.append(struct.pack("<I", len(self.tables)))
         for table in self.tables:
             for name, kind in TableProof.FIELDS:
@@ -143,9 +153,18 @@ class Proof(eqx.Module):
         if version != VERSION:
             raise ProofFormatError(f"unsupported proof format version {version} (this build reads {VERSION})")
         config_id = _read_field(r, "config_id", "s")
+        (statement,) = struct.unpack("<I", r.take(4, "statement table count"))
+        if not 1 <= statement <= MAX_TABLES:
+            raise ProofFormatError(f"the proof claims {statement} statement tables (1 ... {MAX_TABLES} allowed)")
+        chunks = tuple(r.take(statement, "chunk counts"))
+        if any(k > 12 for k in chunks):
+            raise ProofFormatError(f"the proof claims 2^{max(chunks)} chunks of one table (at most 2^12)")
         (count,) = struct.unpack("<I", r.take(4, "table count"))
         if not 1 <= count <= MAX_TABLES:
             raise ProofFormatError(f"the proof claims {count} tables (1 ... {MAX_TABLES} allowed)")
+        if count != sum(1 << k for k in chunks):
+            raise ProofFormatError(f"the proof has {count} table proofs; its chunk counts {list(chunks)} need "
+                                   f"{sum(1 << k for k in chunks)}")  # fmt: skip
         tables = []
         for t in range(count):
             values = {name: _read_field(r, name, kind, f"table {t} ") for name, kind in TableProof.FIELDS}
@@ -156,7 +175,7 @@ class Proof(eqx.Module):
             raise ProofFormatError("missing end marker")
         if r.pos != len(r.data):
             raise ProofFormatError(f"{len(r.data) - r.pos} unexpected trailing byte(s)")
-        return cls(config_id, tuple(tables))
+        return cls(config_id, tuple(tables), chunks)
 
     # -- reporting ------------------------------------------------------------------------------
 

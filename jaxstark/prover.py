@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxstark.air import AIR, Val
+from jaxstark.chunking import chunk_log, units
 from jaxstark.config import StarkConfig
 from jaxstark.errors import AirViolation, ShapeError
 from jaxstark.field import goldilocks as gl
@@ -70,12 +71,18 @@ def public_array(air: AIR, public_inputs: Sequence[int]) -> jax.Array:
     return jnp.asarray(np.array([int(v) for v in public_inputs], dtype=np.uint64).reshape(-1))
 
 
-@functools.partial(jax.jit, static_argnames=("airs", "config", "log_ns"), keep_unused=True)
+@functools.partial(jax.jit, static_argnames=("airs", "config", "log_ns", "chunks"), keep_unused=True)
 def initial_transcript(
-    publics: tuple[jax.Array, ...], *, airs: tuple[AIR, ...], config: StarkConfig, log_ns: tuple[int, ...]
+    publics: tuple[jax.Array, ...],
+    *,
+    airs: tuple[AIR, ...],
+    config: StarkConfig,
+    log_ns: tuple[int, ...],
+    chunks: tuple[int, ...] = (),
 ) -> Transcript:
     """The transcript every proof starts from: protocol label, config fingerprint (hashed), the
-    number of tables, and per table its AIR fingerprint (hashed), trace shape and public inputs."""
+    number of tables, and per table its AIR fingerprint (hashed), trace shape, log2 of its
+    number of row chunks when it is split (:mod:`jaxstark.chunking`) and public inputs."""
     h = get_hash(config.hash)
 
     def text_digest(text: str) -> jax.Array:
@@ -83,9 +90,11 @@ def initial_transcript(
 
     tr = Transcript.new(PROTOCOL, config.hash).absorb_digest("config", text_digest(config.fingerprint()))
     tr = tr.absorb_base("tables", jnp.asarray(np.array([len(airs)], np.uint64)))
-    for air, log_n, public in zip(airs, log_ns, publics, strict=True):
+    for t, (air, log_n, public) in enumerate(zip(airs, log_ns, publics, strict=True)):
         tr = tr.absorb_digest("air", text_digest(air.fingerprint()))
         tr = tr.absorb_base("shape", jnp.asarray(np.array([log_n, air.width], np.uint64)))
+        if chunks and chunks[t]:
+            tr = tr.absorb_base("chunks", jnp.asarray(np.array([chunks[t]], np.uint64)))
         tr = tr.absorb_base("public inputs", public)
     return tr
 
@@ -225,31 +234,67 @@ def prove(
             check_trace(a, t, p)
         check_buses([(a, t) for a, (t, _, _) in zip(airs, checked, strict=True)])
     log_ns = tuple(log_n for _, log_n, _ in checked)
-    the_plan = plan_checked(airs, log_ns, config, device)
+    chunks = table_chunks(airs, log_ns, config, "prove")
+    the_plan = plan_checked(airs, log_ns, config, device, chunks)
     the_plan.admit()  # raises DeviceBudgetExceeded before any dispatch
     runner = Runner(the_plan.devices, the_plan.default_device, the_plan.diagnostic)
     traces = [t for t, _, _ in checked]
     publics = tuple(p for _, _, p in checked)
-    proofs = schedule(runner, airs, traces, publics, log_ns, config, the_plan.order, debug)
-    return Proof(config_id=config.fingerprint(), tables=tuple(proofs))
+    proofs = schedule(runner, airs, traces, publics, log_ns, config, the_plan.order, debug, chunks)
+    return Proof(config_id=config.fingerprint(), tables=tuple(proofs), chunks=chunks)
 
 
-def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debug: bool = False):
+def table_chunks(airs, log_ns, config: StarkConfig, who: str) -> tuple[int, ...]:
+    """Per table, log2 of its number of row chunks under the config's cap (checked: only
+    row-local tables without boundary constraints split, and each chunk must be provable)."""
+    out = []
+    for i, (air, log_n) in enumerate(zip(airs, log_ns, strict=True)):
+        where = f"{who}: table {i} ({air.name})"
+        k = chunk_log(air, log_n, config, where)
+        if k:
+            check_shape(air, log_n - k, config, f"{where}, chunk of 2^{log_n - k} rows")
+        out.append(k)
+    return tuple(out)
+
+
+def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debug: bool = False, chunks=()):
     """The proof's data flow, written once for the planner (abstract values, compiles and records
-    memory) and the runner (arrays, dispatches): statement, main commits in table order, LogUp
-    challenges and aux commits, then each table's rounds 2-5 on its fork in ``order``, each table
-    released when done. Returns the table proofs (``None`` entries when abstract)."""
-    n = len(airs)
-    domains = [ex.domain(i, log_ns[i], config.blowup) for i in range(n)]
-    for i in range(n):
-        ex.hold(f"table {i}: trace (caller's)", traces[i], i, until_end=True)
-        ex.hold(f"table {i}: domain tables", domains[i], i)
-    tr = ex.run(None, "statement", initial_transcript, (publics,), dict(airs=airs, config=config, log_ns=log_ns))
+    memory) and the runner (arrays, dispatches): statement, main commits in unit order, LogUp
+    challenges and aux commits, then each unit's rounds 2-5 on its fork in ``order``, each unit
+    released when done. A unit is a table, or one row chunk of a split table (``chunks``: per
+    table, log2 of its number of chunks; :mod:`jaxstark.chunking`). Returns the unit proofs
+    (``None`` entries when abstract)."""
+    chunks = tuple(chunks) or (0,) * len(airs)
+    us = units(tuple(log_ns), chunks)
+    statement = dict(airs=tuple(airs), config=config, log_ns=tuple(log_ns), chunks=chunks if any(chunks) else ())
+    airs = [airs[u.table] for u in us]
+    publics = tuple(publics[u.table] for u in us)
+    traces = [traces[u.table] if not chunks[u.table] else ex.chunk(traces[u.table], u) for u in us]
+    n = len(us)
+    # a split table's chunks share one set of domain tables, and their commitments are dropped
+    # once their roots are absorbed and computed again for rounds 2-5 (see jaxstark.chunking)
+    again = [bool(chunks[u.table]) for u in us]
+    domains, shared = [], {}
+    for i, u in enumerate(us):
+        ex.hold(f"{_unit_name(u, chunks)}: trace (caller's)", traces[i], i, until_end=True)
+        if not again[i]:
+            domains.append(ex.domain(i, u.log_rows, config.blowup))
+            ex.hold(f"table {u.table}: domain tables", domains[-1], i)
+        else:
+            if u.table not in shared:
+                shared[u.table] = ex.domain(i, u.log_rows, config.blowup)
+                ex.hold(f"table {u.table}: domain tables (all chunks)", shared[u.table], i, until_end=True)
+            domains.append(shared[u.table])
+    table_publics = tuple(publics[[u.table for u in us].index(t)] for t in range(len(chunks)))
+    tr = ex.run(None, "statement", initial_transcript, (table_publics,), statement)
     mains = []
     for i in range(n):
         r1, tr = ex.run(i, "trace commit", trace_commit, (traces[i], domains[i], tr), dict(hash_name=config.hash))
+        if again[i]:
+            ex.drop(r1)
+            r1 = None
         mains.append(r1)
-    auxes, challenges = [None] * n, None
+    auxes, challenges, sums_of = [None] * n, None, {}
     if any(a.num_aux_columns for a in airs):
         tr, challenges = ex.run(None, "logup challenges", logup_challenges, (tr,), {})
         for i, a in enumerate(airs):
@@ -261,8 +306,13 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
                         f"{a.name}: a LogUp fingerprint is zero (the challenges hit a tuple of the trace; probability "
                         "about n / p^3); change the trace and prove again"
                     )
+                if again[i]:
+                    sums_of[i] = np.asarray(auxes[i].sums) if ex.concrete else None
+                    ex.drop(auxes[i])
+                    auxes[i] = None
         if ex.concrete:
-            sums = [np.zeros((0, 3), np.uint64) if x is None else np.asarray(x.sums) for x in auxes]
+            sums = [sums_of[i] if i in sums_of else np.zeros((0, 3), np.uint64) if x is None else np.asarray(x.sums)
+                    for i, x in enumerate(auxes)]  # fmt: skip
             for bus, total in bus_balance(airs, sums).items():
                 if any(total):
                     warnings.warn(
@@ -272,12 +322,23 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
                     )
     proofs = [None] * n
     for i in order:
+        if again[i]:  # the chunk's commitments again (the same executables; the transcript is not touched)
+            mains[i], _ = ex.run(
+                i, "trace commit again", trace_commit, (traces[i], domains[i], tr), dict(hash_name=config.hash)
+            )
+            if airs[i].num_aux_columns:
+                static = dict(air=airs[i], hash_name=config.hash)
+                auxes[i], _ = ex.run(i, "aux commit again", aux_commit, (traces[i], domains[i], challenges, tr), static)
         proofs[i] = _table_rounds(
             ex, i, airs[i], publics[i], config, domains[i], mains[i], auxes[i], challenges, tr, debug
         )
         mains[i] = auxes[i] = None
         ex.release(i)
     return proofs
+
+
+def _unit_name(unit, chunks) -> str:
+    return f"table {unit.table}" + (f" chunk {unit.chunk}" if chunks[unit.table] else "")
 
 
 def _table_rounds(ex, i, air, public, config, domain, r1, aux, challenges, tr, debug) -> TableProof | None:

@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxstark.air import AIR
+from jaxstark.chunking import Unit, check_chunkable, slots
 from jaxstark.config import StarkConfig
 from jaxstark.errors import InvalidProof, JaxstarkError, ShapeError
 from jaxstark.field import extension as fext
@@ -128,52 +129,75 @@ def _verify(statement, proof: Proof, config: StarkConfig) -> None:
     # -- 0. identity, shapes, buses -----------------------------------------------------------
     if proof.config_id != config.fingerprint():
         _reject("wrong-config", f"the proof used config '{proof.config_id}', not '{config.fingerprint()}'")
-    if not isinstance(proof.tables, tuple) or len(proof.tables) != len(statement):
-        _reject("tables", f"the proof has {len(proof.tables)} table(s), the statement {len(statement)}")
-    checked = [_check_table(t, air, pub, pin, table, config) for t, ((air, pub, pin), table) in
-               enumerate(zip(statement, proof.tables, strict=True))]  # fmt: skip
-    airs = tuple(air for air, _, _ in statement)
-    for bus, total in bus_balance(airs, [arrays["bus_sums"] for _, _, arrays in checked]).items():
+    layout = proof.layout
+    if len(layout) != len(statement):
+        _reject("tables", f"the proof has {len(layout)} table(s), the statement {len(statement)}")
+    want = sum(1 << k for k in layout)
+    if not isinstance(proof.tables, tuple) or len(proof.tables) != want:
+        _reject("tables", f"the proof has {len(proof.tables)} table proofs; its chunk layout needs {want}")
+    us = [Unit(t, j, 0) for t, j in slots(layout)]  # heights are read from the table proofs
+    for t, ((air, _, _), k) in enumerate(zip(statement, layout, strict=True)):
+        if k:
+            try:
+                check_chunkable(air, f"table {t}")
+            except ValueError as exc:
+                _reject("chunks", str(exc))
+    checked = []
+    for u, table in zip(us, proof.tables, strict=True):
+        air, pub, pin = statement[u.table]
+        label = f"{u.table}" + (f" chunk {u.chunk}" if layout[u.table] else "")
+        checked.append(_check_table(label, air, pub, None if pin is None else pin - layout[u.table], table, config))
+    for t in range(len(layout)):
+        heights = {log_n for u, (log_n, _, _) in zip(us, checked, strict=True) if u.table == t}
+        if len(heights) != 1:
+            _reject("chunks", f"table {t}: the chunks have different heights {sorted(heights)}")
+    unit_airs = tuple(statement[u.table][0] for u in us)
+    for bus, total in bus_balance(unit_airs, [arrays["bus_sums"] for _, _, arrays in checked]).items():
         if any(total):
-            tables = [f"{t} ({air.name})" for t, air in enumerate(airs) if bus in {i.bus for i in air.interactions()}]
+            tables = [f"{t} ({air.name})" for t, (air, _, _) in enumerate(statement)
+                      if bus in {i.bus for i in air.interactions()}]  # fmt: skip
             _reject(
                 "bus", f"bus {bus!r} does not balance: the contributions of tables {', '.join(tables)} sum to {total}"
             )
 
     # -- 1. the shared transcript ---------------------------------------------------------------
-    log_ns = tuple(log_n for log_n, _, _ in checked)
-    publics = tuple(public for _, public, _ in checked)
+    first = {u.table: i for i, u in reversed(list(enumerate(us)))}
+    airs = tuple(air for air, _, _ in statement)
+    log_ns = tuple(checked[first[t]][0] + layout[t] for t in range(len(statement)))
+    publics = tuple(checked[first[t]][1] for t in range(len(statement)))
     commitments = [
         {k: jnp.asarray(arrays[k]) for k in ("trace_root", "aux_root", "bus_sums")} for _, _, arrays in checked
     ]
-    tr, challenges = _shared_transcript(airs, config, log_ns, publics, commitments)
+    chunks = layout if any(layout) else ()
+    tr, challenges = _shared_transcript(airs, config, log_ns, chunks, unit_airs, publics, commitments)
 
-    # -- 2.-5. each table on its fork -----------------------------------------------------------
-    for t, (air, (log_n, public, arrays)) in enumerate(zip(airs, checked, strict=True)):
-        where = f"table {t} ({air.name}): "
+    # -- 2.-5. each unit on its fork ------------------------------------------------------------
+    for i, (u, (log_n, public, arrays)) in enumerate(zip(us, checked, strict=True)):
+        air = unit_airs[i]
+        where = f"table {u.table}" + (f" chunk {u.chunk}" if layout[u.table] else "") + f" ({air.name}): "
         try:
-            _verify_table(air, config, log_n, public, fork_table(tr, jnp.asarray(np.uint64(t))), challenges, arrays)
+            _verify_table(air, config, log_n, public, fork_table(tr, jnp.asarray(np.uint64(i))), challenges, arrays)
         except InvalidProof as exc:
             raise InvalidProof(exc.code, where + exc.reason) from None
 
 
-@functools.partial(jax.jit, static_argnames=("airs", "config", "log_ns"))
-def _shared_transcript(airs, config, log_ns, publics, commitments):
-    """Section 1 as one compiled program: the statement, every main root, the LogUp challenges
-    (``None`` when no table has interactions), every aux root and bus sums."""
-    tr = initial_transcript(publics, airs=airs, config=config, log_ns=log_ns)
+@functools.partial(jax.jit, static_argnames=("airs", "config", "log_ns", "chunks", "unit_airs"))
+def _shared_transcript(airs, config, log_ns, chunks, unit_airs, publics, commitments):
+    """Section 1 as one compiled program: the statement, every unit's main root, the LogUp
+    challenges (``None`` when no table has interactions), every aux root and bus sums."""
+    tr = initial_transcript(publics, airs=airs, config=config, log_ns=log_ns, chunks=chunks)
     for c in commitments:
         tr = tr.absorb_digest("trace root", c["trace_root"])
     challenges = None
-    if any(air.num_aux_columns for air in airs):
+    if any(air.num_aux_columns for air in unit_airs):
         tr, challenges = logup_challenges(tr)
-        for air, c in zip(airs, commitments, strict=True):
+        for air, c in zip(unit_airs, commitments, strict=True):
             if air.num_aux_columns:
                 tr = absorb_aux(tr, c["aux_root"][0], c["bus_sums"])
     return tr, challenges
 
 
-def _check_table(t: int, air: AIR, public_inputs, pin, table: TableProof, config: StarkConfig):
+def _check_table(t: int | str, air: AIR, public_inputs, pin, table: TableProof, config: StarkConfig):
     """Section 0 for one table: identity, height, and every array's shape; returns
     ``(log_n, public, arrays)``."""
     where = f"table {t} ({air.name}): "

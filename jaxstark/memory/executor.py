@@ -112,6 +112,13 @@ class _Executor:
     def release(self, table: int) -> None:
         """Table ``table`` is done: the buffers held for it are dropped."""
 
+    def chunk(self, trace, unit):
+        """The rows of ``unit`` (a row chunk, :class:`jaxstark.chunking.Unit`) of a caller's trace."""
+        return trace[unit.rows]
+
+    def drop(self, tree) -> None:
+        """``tree``'s arrays are no longer held (the schedule keeps no reference to them)."""
+
 
 class Planner(_Executor):
     """Runs the schedule on abstract values, compiling each round and recording its memory."""
@@ -130,9 +137,16 @@ class Planner(_Executor):
     def release(self, table: int) -> None:
         self.held = {k: v for k, v in self.held.items() if v[2] != table or v[3]}
 
+    def drop(self, tree) -> None:
+        gone = {id(x) for x in jax.tree.leaves(tree)}
+        self.held = {k: v for k, v in self.held.items() if k not in gone}
+
     def domain(self, table: int, log_n: int, blowup: int):
         device = self.device(table)
         return jax.tree.map(lambda x: _sds(x, device), self._host_domain(log_n, blowup))
+
+    def chunk(self, trace, unit):
+        return jax.ShapeDtypeStruct((1 << unit.log_rows, trace.shape[1]), trace.dtype)
 
     def run(self, table: int | None, name: str, fn: Callable, args: tuple, static: dict):
         device = self.device(table)

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxstark.air import AIR
+from jaxstark.chunking import units
 from jaxstark.config import StarkConfig
 from jaxstark.errors import DeviceBudgetExceeded
 from jaxstark.memory.budget import Budget, allocator_posture, device_budget, live_memory
@@ -175,22 +176,32 @@ def _devices(airs, log_ns, config: StarkConfig, device: jax.Device | None):
     return default, devices, policies
 
 
-def _run_planner(airs, log_ns, config, default, devices, order) -> list[RoundMemory]:
+def _run_planner(airs, log_ns, chunks, config, default, devices, order) -> list[RoundMemory]:
     from jaxstark.prover import schedule
 
     planner = Planner(devices, default)
     u64 = jnp.uint64
     traces = [jax.ShapeDtypeStruct((1 << log_n, air.width), u64) for air, log_n in zip(airs, log_ns, strict=True)]
     publics = tuple(jax.ShapeDtypeStruct((air.num_public_inputs,), u64) for air in airs)
-    schedule(planner, airs, traces, publics, log_ns, config, order)
+    schedule(planner, airs, traces, publics, log_ns, config, order, chunks=chunks)
     return planner.rounds
 
 
 def plan_checked(
-    airs: tuple[AIR, ...], log_ns: tuple[int, ...], config: StarkConfig, device: jax.Device | None = None
+    airs: tuple[AIR, ...],
+    log_ns: tuple[int, ...],
+    config: StarkConfig,
+    device: jax.Device | None = None,
+    chunks: tuple[int, ...] = (),
 ) -> Plan:
-    """The plan for already validated tables (what :func:`jaxstark.prove` calls)."""
-    default, devices, policies = _devices(airs, log_ns, config, device)
+    """The plan for already validated tables (what :func:`jaxstark.prove` calls); ``chunks``:
+    per table, log2 of its number of row chunks (:mod:`jaxstark.chunking`). The plan's tables
+    are the proven units: the tables, a split table's chunks one by one."""
+    chunks = tuple(chunks) or (0,) * len(airs)
+    us = units(tuple(log_ns), chunks)
+    unit_airs = tuple(airs[u.table] for u in us)
+    unit_logs = tuple(u.log_rows for u in us)
+    default, devices, policies = _devices(unit_airs, unit_logs, config, device)
     budgets = {}
     for dev in {default, *devices.values()}:
         budgets[f"{dev.platform}:{dev.id}"] = device_budget(dev, config.vram_budget_mb)
@@ -198,20 +209,24 @@ def plan_checked(
     def worst(rounds):
         return max(r.total / budgets[r.device].bytes for r in rounds)
 
-    statement = tuple(range(len(airs)))
-    best_order, best = statement, _run_planner(airs, log_ns, config, default, devices, statement)
-    if len(airs) > 1:
+    def run(order):
+        return _run_planner(airs, log_ns, chunks, config, default, devices, order)
+
+    statement = tuple(range(len(us)))
+    best_order, best = statement, run(statement)
+    if len(us) > 1:
         weight = {i: max(r.total for r in best if r.table == i) for i in statement}
         heavy_first = tuple(sorted(statement, key=lambda i: -weight[i]))
         for order in (heavy_first, heavy_first[::-1]):
             if order != best_order:
-                rounds = _run_planner(airs, log_ns, config, default, devices, order)
+                rounds = run(order)
                 if worst(rounds) < worst(best):
                     best_order, best = order, rounds
     tables = tuple(
-        TablePlan(i, air.name, log_n, air.width, air.num_aux_columns, config.blowup,
+        TablePlan(i, air.name + (f" chunk {u.chunk} of {1 << chunks[u.table]}" if chunks[u.table] else ""),
+                  u.log_rows, air.width, air.num_aux_columns, config.blowup,
                   f"{devices[i].platform}:{devices[i].id}", policies[i])
-        for i, (air, log_n) in enumerate(zip(airs, log_ns, strict=True))
+        for i, (air, u) in enumerate(zip(unit_airs, us, strict=True))
     )  # fmt: skip
     return Plan(tables, tuple(best), budgets, best_order, devices, default)
 
@@ -223,7 +238,7 @@ def plan(
     ``plan([(air, rows), ...], config=config)``, where ``rows`` is a trace (its shape is used)
     or the log2 of the row count. Compiles every round for its device (the executables are
     reused by :func:`jaxstark.prove`); dispatches nothing."""
-    from jaxstark.prover import check_shape
+    from jaxstark.prover import check_shape, table_chunks
 
     config = config or StarkConfig()
     entries = [(tables, rows)] if isinstance(tables, AIR) else list(tables)
@@ -246,4 +261,5 @@ def plan(
         check_shape(air, log_n, config, f"plan: table {i} ({air.name})")
         airs.append(air)
         log_ns.append(log_n)
-    return plan_checked(tuple(airs), tuple(log_ns), config, device)
+    chunks = table_chunks(airs, log_ns, config, "plan")
+    return plan_checked(tuple(airs), tuple(log_ns), config, device, chunks)
