@@ -129,7 +129,8 @@ class Plan:
         raise DeviceBudgetExceeded(
             "the planned device set exceeds the memory budget (nothing was dispatched): "
             + self.diagnostic(r.table, r.name)
-            + "\n  to fit: lower the blowup, split the table into row chunks, or use a larger device",
+            + "\n  to fit: lower the blowup, split a row-local table into row chunks "
+            "(StarkConfig.max_chunk_rows_log2), or use a larger device",
             table=None if table is None else table.name,
             table_index=r.table,
             round=r.name,
