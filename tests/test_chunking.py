@@ -8,7 +8,6 @@ import pytest
 import jaxstark as js
 from jaxstark.chunking import CHUNK_ENV
 from jaxstark.examples import EXAMPLES, Fibonacci
-from jaxstark.examples.machine import machine_example
 from jaxstark.memory import dispatch_count
 
 
@@ -90,18 +89,3 @@ def test_bad_chunk_knobs_are_named(monkeypatch, alu14):
         monkeypatch.setenv(CHUNK_ENV, bad)
         with pytest.raises(ValueError, match=CHUNK_ENV):
             js.plan(air, 14, cfg())
-
-
-def test_a_chunked_table_on_a_bus_balances_with_the_others():
-    """The machine's ALU (2^6 rows) in four chunks of 2^4: each chunk sends its own operations
-    on the "alu" and "range" buses; the program and range tables (2^4 rows) stay whole."""
-    tables = machine_example(6, bits=4)
-    proof = js.prove(tables, config=cfg(max_chunk_rows_log2=4))
-    assert proof.chunks == (2, 0, 0) and len(proof.tables) == 6
-    statement = [air for air, _, _ in tables]
-    assert js.verify(statement, proof.to_bytes(), config=cfg())
-    # a chunk dropped from the proof: the layout no longer matches
-    short = dataclasses.replace(proof, tables=proof.tables[1:])
-    with pytest.raises(js.InvalidProof) as err:
-        js.verify(statement, short, config=cfg())
-    assert err.value.code == "tables"

@@ -179,6 +179,20 @@ def test_machine_proves_and_verifies_with_tables_of_different_heights(machine, l
         )
 
 
+def test_a_chunked_table_on_a_bus_balances_with_the_others():
+    """The (6, 4) machine's ALU (2^6 rows) in four chunks of 2^4 (jaxstark.chunking): each chunk
+    sends its own operations on the "alu" and "range" buses; the program and range tables (2^4
+    rows) stay whole. (Every unit has a shape proven above: the executables are reused.)"""
+    tables = machine_example(6, bits=4)
+    chunked = js.StarkConfig(blowup=2, num_queries=10, grinding_bits=2, fri_final_degree=4, max_chunk_rows_log2=4)
+    proof = js.prove(tables, config=chunked)
+    assert proof.chunks == (2, 0, 0) and len(proof.tables) == 6
+    statement = [air for air, _, _ in tables]
+    assert js.verify(statement, proof.to_bytes(), config=cfg())
+    short = dataclasses.replace(proof, tables=proof.tables[1:])  # a chunk dropped
+    reject(statement, short, "tables")
+
+
 def reject(statement, proof, code, match=None):
     with pytest.raises(js.InvalidProof) as info:
         js.verify(statement, proof, config=cfg())
