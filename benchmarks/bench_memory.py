@@ -195,7 +195,7 @@ def main(argv=None) -> int:
             print(f"{r['spec']:24} {r['outcome']}: {r.get('error', '')[-300:]}")
             continue
         shape = f"2^{r['rows']} x {r['width']} @ {r['blowup']}"
-        ratio = r["predicted"] / r["measured"] if r.get("measured") else float("nan")
+        ratio = r["predicted"] / r["measured"] if r.get("outcome") == "proved" else float("nan")
         print(
             f"{r['spec']:24} {shape:>18} {r['binding']:>14} {r.get('compile_peak', 0) / gib:12.3f} "
             f"{r['predicted'] / gib:14.3f} {r.get('measured', 0) / gib:13.3f} {ratio:7.3f} "

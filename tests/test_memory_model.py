@@ -53,7 +53,7 @@ def test_held_arguments_and_outputs_are_exact(backend):
 
 
 def test_peak_within_ten_percent_of_xla_on_the_grid():
-    """(The GPU fit is provisional -- see FIT_QUALITY -- and held only to the exact terms.)"""
+    """(The GPU fit is loose -- see FIT_QUALITY -- and held only to the exact terms.)"""
     backend = "cpu"
     meta, data = recorded(backend)
     held_out = [e for e in data if e["kind"] == "check"]
