@@ -70,8 +70,8 @@ def child(spec: str, phase: str) -> dict:
 
     rounds, run = [], executor.Runner.run
 
-    def traced(self, table, name, fn, args, static):  # the allocator's figures after each round
-        result = run(self, table, name, fn, args, static)
+    def traced(self, table, name, *rest, **kw):  # the allocator's figures after each round
+        result = run(self, table, name, *rest, **kw)
         st = dev.memory_stats() or {}
         rounds.append((name, st.get("bytes_in_use", 0), st.get("peak_bytes_in_use", 0)))
         return result

@@ -14,22 +14,31 @@ proof.
 
 How many chunks: ``JAXSTARK_MAX_CHUNK_ROWS_LOG2`` (environment) or
 ``StarkConfig.max_chunk_rows_log2`` caps the chunk height; a table taller than the cap is split
-into chunks of exactly the cap. Without a cap nothing is split.
+into chunks of exactly the cap. ``"auto"`` splits a row-local table only when the plan of the
+whole proof is over the budget, into the tallest power-of-two chunks whose plan fits (see
+:func:`jaxstark.memory.plan.plan_checked`). Without a cap nothing is split.
+
+Groups: the chunks of a split table are proven ``g`` at a time (``g`` a power of two): the
+rounds run under ``vmap`` over a ``(g, chunk_rows, cols)`` slice of the trace, each chunk on its
+own fork of the transcript with its own commitments; the commit rounds absorb the ``g`` roots in
+chunk order, so the transcript -- and the proof -- does not depend on ``g``. ``g`` is the
+planner's choice (the largest group whose device set fits the budget, estimated from the plan of
+groups of one and confirmed by planning it), or ``StarkConfig.chunk_group`` /
+``JAXSTARK_CHUNK_GROUP``. A group is a *unit* of the schedule and of the plan.
 
 Data flow (``jaxstark.prover.schedule`` over units, not tables)::
 
     statement: per table (AIR, shape, [chunks,] public inputs)
-    units: table t -> chunks (t, 0) ... (t, 2^k - 1), in statement order; unit u forks with index u
+    units: table t -> groups of chunks (t, 0..g-1), (t, g..2g-1), ... in statement order;
+           chunk j of table t forks with its slot index (its position among all chunks)
     main roots of every unit -> LogUp challenges -> aux roots and bus sums of every unit
-    -> rounds 2-5 of each unit on its fork
+    -> rounds 2-5 of each unit on its forks
 
-Memory: a chunk's main and aux commitments are dropped as soon as their roots (and bus sums) are
-absorbed, and computed again -- the same executables, the same bytes -- right before its rounds
-2-5 ("trace commit again", "aux commit again" in the plan), so only one chunk's commitments are
-held at a time, plus one set of domain tables per split table and the caller's trace. The price
-is one more trace (and aux) commitment per chunk. Not built yet: groups of ``k`` chunks under
-``vmap`` with ``k`` chosen by the planner, the automatic choice of the chunk height from the
-plan, and spreading groups over several devices and processes.
+Memory: when a table has more than one group, a group's main and aux commitments are dropped as
+soon as their roots (and bus sums) are absorbed, and computed again -- the same executables, the
+same bytes -- right before its rounds 2-5 ("trace commit again", "aux commit again" in the
+plan), so only one group's commitments are held at a time, plus one set of domain tables per
+split table and the caller's trace. The price is one more trace (and aux) commitment per chunk.
 """
 
 from __future__ import annotations
@@ -40,71 +49,114 @@ import os
 from jaxstark.air import AIR, Val
 from jaxstark.config import StarkConfig
 
-__all__ = ["Unit", "CHUNK_ENV", "chunk_log", "units", "slots", "check_chunkable", "max_chunk_log"]
+__all__ = [
+    "Unit",
+    "CHUNK_ENV",
+    "GROUP_ENV",
+    "chunk_log",
+    "units",
+    "slots",
+    "check_chunkable",
+    "max_chunk_log",
+    "chunk_group",
+]
 
 CHUNK_ENV = "JAXSTARK_MAX_CHUNK_ROWS_LOG2"
+GROUP_ENV = "JAXSTARK_CHUNK_GROUP"
 
 
 @dataclasses.dataclass(frozen=True)
 class Unit:
-    """One proven piece: chunk ``chunk`` of statement table ``table`` (rows
-    ``[chunk * 2^log_rows, (chunk + 1) * 2^log_rows)``)."""
+    """One proven piece: ``count`` consecutive chunks of statement table ``table`` starting at
+    chunk ``chunk`` (rows ``[chunk * 2^log_rows, (chunk + count) * 2^log_rows)``), proven
+    together under ``vmap`` when ``split``; or a whole table (``split`` False)."""
 
     table: int
     chunk: int
     log_rows: int
+    count: int = 1
+    split: bool = False
 
     @property
     def rows(self) -> slice:
         n = 1 << self.log_rows
-        return slice(self.chunk * n, (self.chunk + 1) * n)
+        return slice(self.chunk * n, (self.chunk + self.count) * n)
 
 
-def max_chunk_log(config: StarkConfig) -> int | None:
-    """The chunk-height cap (log2 rows) from the environment or the config; None: no cap."""
+def max_chunk_log(config: StarkConfig) -> int | str | None:
+    """The chunk-height cap (log2 rows) from the environment or the config; ``"auto"``; or None
+    (no cap)."""
     env = os.environ.get(CHUNK_ENV)
     if env is not None and env.strip():
+        if env.strip() == "auto":
+            return "auto"
         try:
             value = int(env)
         except ValueError:
-            raise ValueError(f"{CHUNK_ENV}={env!r} is not an integer (log2 of the chunk height)") from None
+            raise ValueError(f"{CHUNK_ENV}={env!r} is not an integer (log2 of the chunk height) or 'auto'") from None
         if not 1 <= value <= 31:
-            raise ValueError(f"{CHUNK_ENV}={env!r} must be in [1, 31] (log2 of the chunk height)")
+            raise ValueError(f"{CHUNK_ENV}={env!r} must be in [1, 31] (log2 of the chunk height) or 'auto'")
         return value
     return config.max_chunk_rows_log2
 
 
+def chunk_group(config: StarkConfig) -> int | None:
+    """Chunks per ``vmap`` group from the environment or the config; None: the planner's choice."""
+    env = os.environ.get(GROUP_ENV)
+    if env is not None and env.strip():
+        try:
+            value = int(env)
+        except ValueError:
+            raise ValueError(f"{GROUP_ENV}={env!r} is not an integer (chunks per group)") from None
+        if value < 1 or value & (value - 1):
+            raise ValueError(f"{GROUP_ENV}={env!r} must be a power of two >= 1 (chunks per group)")
+        return value
+    return config.chunk_group
+
+
 def check_chunkable(air: AIR, where: str) -> None:
     """Raise ValueError, naming the table, if ``air`` cannot be split into row chunks."""
-    if not air.row_local:
+    if not chunkable(air):
+        reason = "reads the next row" if not air.row_local else "has boundary constraints, which pin rows of the table"
         raise ValueError(
-            f"{where}: {air.name} reads the next row, so it cannot be split into row chunks (only row-local "
-            "tables can); raise the chunk height cap or prove it whole"
-        )
-    if air.boundary([Val.const(0)] * air.num_public_inputs):
-        raise ValueError(
-            f"{where}: {air.name} has boundary constraints, which pin rows of the whole table, so it cannot be split "
-            "into row chunks; raise the chunk height cap or prove it whole"
+            f"{where}: {air.name} {reason}, so it cannot be split into row chunks (only row-local tables without "
+            "boundary constraints can); raise the chunk height cap or prove it whole"
         )
 
 
-def chunk_log(air: AIR, log_n: int, config: StarkConfig, where: str) -> int:
-    """log2 of the number of chunks table ``air`` of ``2^log_n`` rows is split into (0: whole)."""
+def chunkable(air: AIR) -> bool:
+    """Whether ``air`` can be split into row chunks (row-local, no boundary constraints)."""
+    return air.row_local and not air.boundary([Val.const(0)] * air.num_public_inputs)
+
+
+def chunk_log(air: AIR, log_n: int, config: StarkConfig, where: str) -> int | None:
+    """log2 of the number of chunks table ``air`` of ``2^log_n`` rows is split into (0: whole);
+    None under ``"auto"`` for a table that could be split (the planner decides)."""
     cap = max_chunk_log(config)
+    if cap == "auto":
+        return None if chunkable(air) and log_n > 1 else 0
     if cap is None or log_n <= cap:
         return 0
     check_chunkable(air, where)
     return log_n - cap
 
 
-def units(log_ns: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[Unit, ...]:
-    """Every table's chunks in statement order."""
-    return tuple(
-        Unit(t, j, log_n - k) for t, (log_n, k) in enumerate(zip(log_ns, chunks, strict=True)) for j in range(1 << k)
-    )
+def units(log_ns: tuple[int, ...], chunks: tuple[int, ...], groups: tuple[int, ...] = ()) -> tuple[Unit, ...]:
+    """Every table's groups of chunks in statement order (``groups``: per table, log2 of the
+    chunks per group; default one chunk per group)."""
+    groups = tuple(groups) or (0,) * len(chunks)
+    out = []
+    for t, (log_n, k, g) in enumerate(zip(log_ns, chunks, groups, strict=True)):
+        if not k:
+            out.append(Unit(t, 0, log_n))
+            continue
+        if not 0 <= g <= k:
+            raise ValueError(f"table {t}: a group of 2^{g} chunks, but the table has 2^{k}")
+        out += [Unit(t, j, log_n - k, 1 << g, True) for j in range(0, 1 << k, 1 << g)]
+    return tuple(out)
 
 
 def slots(chunks: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
-    """``(table, chunk)`` of every unit in statement order (what a verifier knows before it has
-    read the heights)."""
+    """``(table, chunk)`` of every chunk in statement order (what a verifier knows before it has
+    read the heights); a chunk's position here is the index of its transcript fork."""
     return tuple((t, j) for t, k in enumerate(chunks) for j in range(1 << k))

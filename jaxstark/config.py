@@ -37,8 +37,13 @@ class StarkConfig(eqx.Module):
       proved the ALU table at least as fast as the host from 2^8 rows up,
       ``benchmarks/bench_row_floor.py``; smaller tables were not measured);
     * ``max_chunk_rows_log2``: split taller row-local tables into chunks of ``2^k`` rows, proven
-      as separate units on the same buses (``JAXSTARK_MAX_CHUNK_ROWS_LOG2`` overrides it; see
-      :mod:`jaxstark.chunking`; default None: no split).
+      as separate units on the same buses; ``"auto"``: split a row-local table only when its
+      whole device set is over the budget, into the tallest chunks that fit
+      (``JAXSTARK_MAX_CHUNK_ROWS_LOG2`` overrides it; see :mod:`jaxstark.chunking`; default None:
+      no split);
+    * ``chunk_group``: how many chunks of a split table are proven at once under ``vmap``, a
+      power of two (``JAXSTARK_CHUNK_GROUP`` overrides it; default None: the planner's choice,
+      the largest group whose device set fits the budget).
     """
 
     blowup: int = eqx.field(static=True, default=4)
@@ -48,7 +53,8 @@ class StarkConfig(eqx.Module):
     hash: str = eqx.field(static=True, default="blake3")
     vram_budget_mb: float | None = eqx.field(static=True, default=None)
     device_row_floor_log2: int = eqx.field(static=True, default=8)
-    max_chunk_rows_log2: int | None = eqx.field(static=True, default=None)
+    max_chunk_rows_log2: int | str | None = eqx.field(static=True, default=None)
+    chunk_group: int | None = eqx.field(static=True, default=None)
 
     def __check_init__(self) -> None:
         b = self.blowup
@@ -68,8 +74,12 @@ class StarkConfig(eqx.Module):
         if isinstance(floor, bool) or not isinstance(floor, int) or not 0 <= floor <= 31:
             raise ValueError(f"StarkConfig.device_row_floor_log2 must be an int in [0, 31], got {floor!r}")
         cap = self.max_chunk_rows_log2
-        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= 31):
-            raise ValueError(f"StarkConfig.max_chunk_rows_log2 must be None or an int in [1, 31], got {cap!r}")
+        bad_int = isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= 31
+        if cap is not None and cap != "auto" and bad_int:
+            raise ValueError(f"StarkConfig.max_chunk_rows_log2 must be None, 'auto' or an int in [1, 31], got {cap!r}")
+        g = self.chunk_group
+        if g is not None and (isinstance(g, bool) or not isinstance(g, int) or g < 1 or g & (g - 1)):
+            raise ValueError(f"StarkConfig.chunk_group must be None or a power of two >= 1, got {g!r}")
         if self.hash not in HASHES:
             raise ValueError(f"StarkConfig.hash must be one of {sorted(HASHES)}, got {self.hash!r}")
 

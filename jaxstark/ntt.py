@@ -106,11 +106,11 @@ def ntt_tables(log_n: int) -> NTTTables:
 
 
 def _target_device() -> jax.Device:
-    """Where new arrays land: ``jax_default_device`` if set, else the first device."""
+    """Where new arrays land: ``jax_default_device`` if set, else this process's first device."""
     d = jax.config.jax_default_device
     if d is None:
-        return jax.devices()[0]
-    return jax.devices(d)[0] if isinstance(d, str) else d
+        return jax.local_devices()[0]
+    return jax.local_devices(backend=d)[0] if isinstance(d, str) else d
 
 
 def bit_reverse_indices(log_n: int) -> np.ndarray:

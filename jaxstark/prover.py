@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxstark.air import AIR, Val
-from jaxstark.chunking import chunk_log, units
+from jaxstark.chunking import chunk_log, slots, units
 from jaxstark.config import StarkConfig
 from jaxstark.errors import AirViolation, ShapeError
 from jaxstark.field import goldilocks as gl
@@ -38,8 +38,8 @@ from jaxstark.hash.interface import get_hash
 from jaxstark.logup import bus_layout, check_buses
 from jaxstark.ntt import log2_exact
 from jaxstark.proof import Proof, TableProof
-from jaxstark.rounds.r1_aux_commit import aux_commit, logup_challenges
-from jaxstark.rounds.r1_trace_commit import trace_commit
+from jaxstark.rounds.r1_aux_commit import aux_commit, aux_commit_group, logup_challenges
+from jaxstark.rounds.r1_trace_commit import trace_commit, trace_commit_group
 from jaxstark.rounds.r2_composition import composition
 from jaxstark.rounds.r3_ood import out_of_domain
 from jaxstark.rounds.r4_deep_fri import deep_fri
@@ -207,6 +207,7 @@ def prove(
     *,
     debug: bool = False,
     device: jax.Device | None = None,
+    devices: Sequence[jax.Device] | None = None,
 ) -> Proof:
     """Prove that ``trace`` (``uint64[n, air.width]``, n a power of two >= 2) satisfies ``air``
     with ``public_inputs``; or, given a list of tables ``[(air, trace[, public_inputs]), ...]``
@@ -216,7 +217,9 @@ def prove(
     compiled for its device and its device set checked against the budget; over budget raises
     :class:`~jaxstark.errors.DeviceBudgetExceeded`, and a device failure during the run raises
     :class:`~jaxstark.errors.DeviceFailure` -- never a silent retry on the host. ``device``
-    defaults to JAX's default device; tables below the config's row floor run on the CPU.
+    defaults to JAX's default device; tables below the config's row floor run on the CPU. A
+    group of row chunks (:mod:`jaxstark.chunking`) is split over ``devices`` (default: ``[device]``
+    when ``device`` is given, else every device of the target platform, of every process).
 
     ``debug=True`` first checks every constraint of every table and every bus, and names the
     first failing constraint and row, or the unbalanced bus and a witness tuple."""
@@ -234,19 +237,20 @@ def prove(
             check_trace(a, t, p)
         check_buses([(a, t) for a, (t, _, _) in zip(airs, checked, strict=True)])
     log_ns = tuple(log_n for _, log_n, _ in checked)
-    chunks = table_chunks(airs, log_ns, config, "prove")
-    the_plan = plan_checked(airs, log_ns, config, device, chunks)
+    the_plan = plan_checked(airs, log_ns, config, device, table_chunks(airs, log_ns, config, "prove"), devices)
     the_plan.admit()  # raises DeviceBudgetExceeded before any dispatch
-    runner = Runner(the_plan.devices, the_plan.default_device, the_plan.diagnostic)
+    runner = Runner(the_plan.devices, the_plan.default_device, the_plan.diagnostic, the_plan.meshes)
     traces = [t for t, _, _ in checked]
     publics = tuple(p for _, _, p in checked)
-    proofs = schedule(runner, airs, traces, publics, log_ns, config, the_plan.order, debug, chunks)
+    chunks, groups = the_plan.chunks, the_plan.groups
+    proofs = schedule(runner, airs, traces, publics, log_ns, config, the_plan.order, debug, chunks, groups)
     return Proof(config_id=config.fingerprint(), tables=tuple(proofs), chunks=chunks)
 
 
-def table_chunks(airs, log_ns, config: StarkConfig, who: str) -> tuple[int, ...]:
+def table_chunks(airs, log_ns, config: StarkConfig, who: str) -> tuple[int | None, ...]:
     """Per table, log2 of its number of row chunks under the config's cap (checked: only
-    row-local tables without boundary constraints split, and each chunk must be provable)."""
+    row-local tables without boundary constraints split, and each chunk must be provable);
+    None for a table the planner may split (``"auto"``)."""
     out = []
     for i, (air, log_n) in enumerate(zip(airs, log_ns, strict=True)):
         where = f"{who}: table {i} ({air.name})"
@@ -257,27 +261,30 @@ def table_chunks(airs, log_ns, config: StarkConfig, who: str) -> tuple[int, ...]
     return tuple(out)
 
 
-def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debug: bool = False, chunks=()):
+def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debug: bool = False, chunks=(), groups=()):
     """The proof's data flow, written once for the planner (abstract values, compiles and records
     memory) and the runner (arrays, dispatches): statement, main commits in unit order, LogUp
-    challenges and aux commits, then each unit's rounds 2-5 on its fork in ``order``, each unit
-    released when done. A unit is a table, or one row chunk of a split table (``chunks``: per
-    table, log2 of its number of chunks; :mod:`jaxstark.chunking`). Returns the unit proofs
-    (``None`` entries when abstract)."""
+    challenges and aux commits, then each unit's rounds 2-5 on its forks in ``order``, each unit
+    released when done. A unit is a table, or a group of row chunks of a split table proven
+    under ``vmap`` (``chunks``, ``groups``: per table, log2 of its number of chunks and of the
+    chunks per group; :mod:`jaxstark.chunking`). Returns the proofs of every table or chunk in
+    statement order (``None`` entries when abstract)."""
     chunks = tuple(chunks) or (0,) * len(airs)
-    us = units(tuple(log_ns), chunks)
+    us = units(tuple(log_ns), chunks, groups)
     statement = dict(airs=tuple(airs), config=config, log_ns=tuple(log_ns), chunks=chunks if any(chunks) else ())
     airs = [airs[u.table] for u in us]
     publics = tuple(publics[u.table] for u in us)
-    traces = [traces[u.table] if not chunks[u.table] else ex.chunk(traces[u.table], u) for u in us]
+    traces = [ex.chunk(traces[u.table], u, i) if u.split else traces[u.table] for i, u in enumerate(us)]
+    forks = _fork_indices(us, chunks)
     n = len(us)
-    # a split table's chunks share one set of domain tables, and their commitments are dropped
-    # once their roots are absorbed and computed again for rounds 2-5 (see jaxstark.chunking)
-    again = [bool(chunks[u.table]) for u in us]
+    # a split table's chunks share one set of domain tables; with more than one group, a group's
+    # commitments are dropped once its roots are absorbed and computed again for rounds 2-5
+    per_table = [sum(1 for v in us if v.table == u.table) for u in us]
+    again = [u.split and per_table[i] > 1 for i, u in enumerate(us)]
     domains, shared = [], {}
     for i, u in enumerate(us):
-        ex.hold(f"{_unit_name(u, chunks)}: trace (caller's)", traces[i], i, until_end=True)
-        if not again[i]:
+        ex.hold(f"{unit_name(u)}: trace (caller's)", traces[i], i, until_end=True)
+        if not u.split:
             domains.append(ex.domain(i, u.log_rows, config.blowup))
             ex.hold(f"table {u.table}: domain tables", domains[-1], i)
         else:
@@ -288,8 +295,10 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
     table_publics = tuple(publics[[u.table for u in us].index(t)] for t in range(len(chunks)))
     tr = ex.run(None, "statement", initial_transcript, (table_publics,), statement)
     mains = []
-    for i in range(n):
-        r1, tr = ex.run(i, "trace commit", trace_commit, (traces[i], domains[i], tr), dict(hash_name=config.hash))
+    for i, u in enumerate(us):
+        commit = trace_commit_group if u.split else trace_commit
+        static = dict(hash_name=config.hash)
+        r1, tr = ex.run(i, "trace commit", commit, (traces[i], domains[i], tr), static, _spread(u, 3), vmap=False)
         if again[i]:
             ex.drop(r1)
             r1 = None
@@ -297,23 +306,26 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
     auxes, challenges, sums_of = [None] * n, None, {}
     if any(a.num_aux_columns for a in airs):
         tr, challenges = ex.run(None, "logup challenges", logup_challenges, (tr,), {})
-        for i, a in enumerate(airs):
+        for i, (a, u) in enumerate(zip(airs, us, strict=True)):
             if a.num_aux_columns:
                 static = dict(air=a, hash_name=config.hash)
-                auxes[i], tr = ex.run(i, "aux commit", aux_commit, (traces[i], domains[i], challenges, tr), static)
-                if ex.concrete and bool(auxes[i].degenerate):
+                commit = aux_commit_group if u.split else aux_commit
+                args = (traces[i], domains[i], challenges, tr)
+                auxes[i], tr = ex.run(i, "aux commit", commit, args, static, _spread(u, 4), vmap=False)
+                if ex.concrete and bool(np.any(ex.host(auxes[i].degenerate))):
                     raise AirViolation(
                         f"{a.name}: a LogUp fingerprint is zero (the challenges hit a tuple of the trace; probability "
                         "about n / p^3); change the trace and prove again"
                     )
+                if ex.concrete:
+                    sums_of[i] = np.asarray(ex.host(auxes[i].sums)).reshape(-1, len(bus_layout(a)), 3)
                 if again[i]:
-                    sums_of[i] = np.asarray(auxes[i].sums) if ex.concrete else None
                     ex.drop(auxes[i])
                     auxes[i] = None
         if ex.concrete:
-            sums = [sums_of[i] if i in sums_of else np.zeros((0, 3), np.uint64) if x is None else np.asarray(x.sums)
-                    for i, x in enumerate(auxes)]  # fmt: skip
-            for bus, total in bus_balance(airs, sums).items():
+            each = [(a, s) for i, (a, u) in enumerate(zip(airs, us, strict=True))
+                    for s in sums_of.get(i, np.zeros((u.count, 0, 3), np.uint64))]  # fmt: skip
+            for bus, total in bus_balance([a for a, _ in each], [s for _, s in each]).items():
                 if any(total):
                     warnings.warn(
                         f"bus {bus!r} does not balance over the tables (prove with debug=True for a witness tuple); "
@@ -322,28 +334,59 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
                     )
     proofs = [None] * n
     for i in order:
-        if again[i]:  # the chunk's commitments again (the same executables; the transcript is not touched)
-            mains[i], _ = ex.run(
-                i, "trace commit again", trace_commit, (traces[i], domains[i], tr), dict(hash_name=config.hash)
-            )
+        u = us[i]
+        if again[i]:  # the group's commitments again (the same executables; the transcript is not touched)
+            static = dict(hash_name=config.hash)
+            args = (traces[i], domains[i], tr)
+            mains[i], _ = ex.run(i, "trace commit again", trace_commit_group, args, static, _spread(u, 3), vmap=False)
             if airs[i].num_aux_columns:
                 static = dict(air=airs[i], hash_name=config.hash)
-                auxes[i], _ = ex.run(i, "aux commit again", aux_commit, (traces[i], domains[i], challenges, tr), static)
+                args = (traces[i], domains[i], challenges, tr)
+                auxes[i], _ = ex.run(i, "aux commit again", aux_commit_group, args, static, _spread(u, 4), vmap=False)
         proofs[i] = _table_rounds(
-            ex, i, airs[i], publics[i], config, domains[i], mains[i], auxes[i], challenges, tr, debug
+            ex, i, u, forks[i], airs[i], publics[i], config, domains[i], mains[i], auxes[i], challenges, tr, debug
         )
         mains[i] = auxes[i] = None
         ex.release(i)
-    return proofs
+    return [p for i, u in enumerate(us) for p in (proofs[i] if ex.concrete else [None] * u.count)]
 
 
-def _unit_name(unit, chunks) -> str:
-    return f"table {unit.table}" + (f" chunk {unit.chunk}" if chunks[unit.table] else "")
+def _spread(unit, n: int) -> tuple | None:
+    """The group axes of a commit round's ``n`` arguments (the trace group; the rest shared)."""
+    return (0,) + (None,) * (n - 1) if unit.split else None
 
 
-def _table_rounds(ex, i, air, public, config, domain, r1, aux, challenges, tr, debug) -> TableProof | None:
-    """Rounds 2-5 of table ``i`` on its own fork of the transcript."""
-    tr = ex.run(i, "fork", fork_table, (tr, np.uint64(i)), {})
+def _fork_indices(us, chunks) -> list:
+    """Per unit, the index of its transcript fork (a table's or chunk's position in statement
+    order, :func:`jaxstark.chunking.slots`): an int, or an array of the group's indices."""
+    first = {}
+    for s, (t, j) in enumerate(slots(chunks)):
+        first.setdefault((t, j), s)
+    return [
+        np.arange(first[(u.table, u.chunk)], first[(u.table, u.chunk)] + u.count, dtype=np.uint64)
+        if u.split
+        else np.uint64(first[(u.table, 0)])
+        for u in us
+    ]
+
+
+def unit_name(unit) -> str:
+    """``table 0``, ``table 0 chunk 5`` or ``table 0 chunks 4-7``."""
+    if not unit.split:
+        return f"table {unit.table}"
+    if unit.count == 1:
+        return f"table {unit.table} chunk {unit.chunk}"
+    return f"table {unit.table} chunks {unit.chunk}-{unit.chunk + unit.count - 1}"
+
+
+def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, challenges, tr, debug) -> list | None:
+    """Rounds 2-5 of unit ``i`` on its own fork(s) of the transcript: a table, or a group of
+    row chunks under ``vmap`` (the domain, challenges and public inputs shared, the rest
+    batched). Returns the unit's table proofs (one per chunk)."""
+    b = 0 if unit.split else None  # the vmap axis of a unit's own values
+    grp = (lambda *axes: axes) if unit.split else (lambda *axes: None)  # noqa: E731
+    no_aux = None if aux is None else b
+    tr = ex.run(i, "fork", fork_table, (tr, fork), {}, grp(None, 0))
     aux_lde, aux_coeffs = (None, None) if aux is None else (aux.lde, aux.coeffs)
     logup = None if aux is None else (challenges, aux.sums)
     comp, tr = ex.run(
@@ -352,8 +395,9 @@ def _table_rounds(ex, i, air, public, config, domain, r1, aux, challenges, tr, d
         composition,
         (domain, r1.lde, aux_lde, logup, public, tr),
         dict(air=air, hash_name=config.hash),
+        grp(None, b, no_aux, None if aux is None else (None, b), None, b),
     )
-    if ex.concrete and bool(comp.excess):
+    if ex.concrete and bool(np.any(ex.host(comp.excess))):
         message = (
             f"{air.name}: the composition polynomial is not of degree < {air.composition_parts} * n: the trace does "
             "not satisfy the AIR (prove with debug=True to name the constraint and row) or a constraint's declared "
@@ -363,28 +407,26 @@ def _table_rounds(ex, i, air, public, config, domain, r1, aux, challenges, tr, d
             raise AirViolation(message)
         warnings.warn(message + "; the proof will not verify", stacklevel=4)
     ood, tr = ex.run(
-        i, "out-of-domain", out_of_domain, (r1.coeffs, aux_coeffs, comp.parts_coeffs, tr), dict(log_n=domain.log_n)
-    )
+        i, "out-of-domain", out_of_domain, (r1.coeffs, aux_coeffs, comp.parts_coeffs, tr), dict(log_n=domain.log_n),
+        grp(b, no_aux, b, b),
+    )  # fmt: skip
     fri, tr = ex.run(
         i, "DEEP + FRI", deep_fri, (domain, r1.lde, aux_lde, comp.parts_lde, ood, tr),
-        dict(hash_name=config.hash, final_degree=config.fri_final_degree),
+        dict(hash_name=config.hash, final_degree=config.fri_final_degree), grp(None, b, no_aux, b, b, b),
     )  # fmt: skip
     op, _ = ex.run(
         i, "queries", queries, (r1, aux, comp, fri, tr),
         dict(grinding_bits=config.grinding_bits, num_queries=config.num_queries, log_size=domain.log_size),
+        grp(b, no_aux, b, b, b),
     )  # fmt: skip
     if not ex.concrete:
         return None
-    host = jax.device_get
-    fri_roots = np.stack([host(nodes[1]) for nodes in fri.nodes]) if fri.nodes else np.zeros((0, 32), np.uint8)
-    return TableProof(
-        air_id=air.fingerprint(),
-        log_n=domain.log_n,
-        trace_root=host(r1.root),
-        aux_root=np.zeros((0, 32), np.uint8) if aux is None else host(aux.root)[None],
-        bus_sums=np.zeros((0, 3), np.uint64) if aux is None else host(aux.sums),
-        parts_root=host(comp.root),
-        fri_roots=fri_roots,
+    host = ex.host
+    root = (lambda nodes: nodes[:, 1]) if unit.split else (lambda nodes: nodes[1])  # noqa: E731
+    fields = dict(
+        trace_root=host(root(r1.nodes)),
+        parts_root=host(root(comp.nodes)),
+        fri_roots=[host(root(nodes)) for nodes in fri.nodes],
         trace_z=host(ood.trace_z),
         trace_zg=host(ood.trace_zg),
         aux_z=host(ood.aux_z),
@@ -400,4 +442,24 @@ def _table_rounds(ex, i, air, public, config, domain, r1, aux, challenges, tr, d
         parts_paths=host(op.parts_paths),
         fri_rows=tuple(host(r) for r in op.fri_rows),
         fri_paths=tuple(host(p) for p in op.fri_paths),
+        aux_root=None if aux is None else host(root(aux.nodes)),
+        bus_sums=None if aux is None else host(aux.sums),
+    )
+    if not unit.split:
+        return [_table_proof(air, domain.log_n, fields)]
+    return [_table_proof(air, domain.log_n, jax.tree.map(lambda x, j=j: x[j], fields)) for j in range(unit.count)]
+
+
+def _table_proof(air, log_n, f) -> TableProof:
+    """One table's (or chunk's) proof from its host values."""
+    roots = f.pop("fri_roots")
+    fri_roots = np.stack(roots) if len(roots) else np.zeros((0, 32), np.uint8)
+    aux_root, bus_sums = f.pop("aux_root"), f.pop("bus_sums")
+    return TableProof(
+        air_id=air.fingerprint(),
+        log_n=log_n,
+        aux_root=np.zeros((0, 32), np.uint8) if aux_root is None else aux_root[None],
+        bus_sums=np.zeros((0, 3), np.uint64) if bus_sums is None else bus_sums,
+        fri_roots=fri_roots,
+        **f,
     )

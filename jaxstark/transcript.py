@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -46,7 +47,7 @@ from jaxstark.field import goldilocks as gl
 from jaxstark.hash.encoding import bytes_to_words, words_to_bytes
 from jaxstark.hash.interface import DIGEST_BYTES, get_hash
 
-__all__ = ["Transcript", "LogEntry"]
+__all__ = ["Transcript", "LogEntry", "grind_batch"]
 
 MAX_LABEL = 22
 _KINDS = {
@@ -97,6 +98,12 @@ def _elements_to_blocks(x: Array) -> Array:
     if pad:
         flat = jnp.concatenate([flat, jnp.zeros((pad,), jnp.uint64)])
     return words_to_bytes(flat.reshape(-1, 4))
+
+
+def grind_batch(bits: int) -> int:
+    """Nonces :meth:`Transcript.grind` tries per step: ``2^14``, or eight times the expected
+    number of tries (``2^(bits + 3)``) when that is smaller."""
+    return min(1 << 14, 1 << (bits + 3))
 
 
 class Transcript(eqx.Module):
@@ -211,11 +218,13 @@ class Transcript(eqx.Module):
         """Whether ``nonce`` satisfies a ``bits``-bit proof of work (vectorised over ``nonce``)."""
         return (self.pow_word(nonce) & np.uint64((1 << bits) - 1)) == np.uint64(0)
 
-    def grind(self, bits: int, batch: int = 1 << 14) -> UInt64[Array, ""]:
+    def grind(self, bits: int, batch: int | None = None) -> UInt64[Array, ""]:
         """The smallest nonce whose :meth:`pow_word` has ``bits`` low zero bits, searched
-        ``batch`` nonces at a time inside a ``lax.while_loop`` (expected ``2^bits`` tries)."""
+        ``batch`` nonces at a time (default :func:`grind_batch`) inside a ``lax.while_loop``
+        (expected ``2^bits`` tries). The nonce does not depend on the batch."""
         if bits == 0:
             return jnp.zeros((), jnp.uint64)
+        batch = batch or grind_batch(bits)
 
         def cond(c):
             return ~c[1]
@@ -228,6 +237,20 @@ class Transcript(eqx.Module):
 
         init = (jnp.zeros((), jnp.uint64), jnp.zeros((), bool), jnp.zeros((), jnp.uint64))
         return lax.while_loop(cond, body, init)[2]
+
+    # -- batches ---------------------------------------------------------------------------------
+
+    def absorb_each(self, absorb, xs) -> Transcript:
+        """``absorb(tr, x)`` for each ``x`` along the leading axis of the PyTree ``xs``, in order:
+        the transcript of a group of row chunks equals that of the chunks one after another (a
+        ``lax.scan``; unrolled in annotated mode, whose log grows)."""
+        n = jax.tree.leaves(xs)[0].shape[0]
+        if self.annotated:
+            t = self
+            for j in range(n):
+                t = absorb(t, jax.tree.map(lambda x, j=j: x[j], xs))
+            return t
+        return lax.scan(lambda t, x: (absorb(t, x), None), self, xs)[0]
 
     # -- forking --------------------------------------------------------------------------------
 

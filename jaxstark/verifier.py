@@ -43,6 +43,7 @@ from jaxstark.poly import _evaluate
 from jaxstark.proof import Proof, TableProof
 from jaxstark.prover import bus_balance, fork_table, initial_transcript, public_array
 from jaxstark.rounds.r1_aux_commit import absorb_aux, logup_challenges
+from jaxstark.rounds.r1_trace_commit import absorb_trace
 from jaxstark.rounds.r2_composition import combine_constraints, num_constraints
 from jaxstark.rounds.r3_ood import OutOfDomain, absorb_ood
 from jaxstark.rounds.r4_deep_fri import deep_combine, fold_pair, fri_num_layers, num_deep_terms
@@ -116,7 +117,7 @@ def verify(
             proof = Proof.from_bytes(proof)
         if not isinstance(proof, Proof):
             _reject("malformed", f"expected a Proof or its bytes, got {type(proof).__name__}")
-        with jax.default_device(jax.devices("cpu")[0]):
+        with jax.default_device(jax.local_devices(backend="cpu")[0]):
             _verify(statement, proof, config)
     except JaxstarkError:
         raise
@@ -187,7 +188,7 @@ def _shared_transcript(airs, config, log_ns, chunks, unit_airs, publics, commitm
     challenges (``None`` when no table has interactions), every aux root and bus sums."""
     tr = initial_transcript(publics, airs=airs, config=config, log_ns=log_ns, chunks=chunks)
     for c in commitments:
-        tr = tr.absorb_digest("trace root", c["trace_root"])
+        tr = absorb_trace(tr, c["trace_root"])
     challenges = None
     if any(air.num_aux_columns for air in unit_airs):
         tr, challenges = logup_challenges(tr)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jaxstark as js
-from jaxstark.chunking import CHUNK_ENV
+from jaxstark.chunking import CHUNK_ENV, GROUP_ENV
 from jaxstark.examples import EXAMPLES, Fibonacci
 from jaxstark.memory import dispatch_count
 
@@ -59,19 +59,58 @@ def test_one_chunk_is_the_unchunked_proof():
     assert one.chunks == (0,) and one.to_bytes() == whole.to_bytes()
 
 
-def test_the_plan_lists_every_chunk_and_holds_one_chunk_at_a_time(alu14):
-    """A chunk's commitments are dropped once its root is absorbed and computed again for its
-    rounds 2-5 (dispatch counter), so the buffers held between rounds shrink."""
+@pytest.fixture(scope="module")
+def in_groups_of_4(alu14):
     air, trace, public = alu14
-    plan = js.plan(air, 14, cfg(max_chunk_rows_log2=10))
-    assert [t.name for t in plan.tables] == [f"Alu chunk {j} of 16" for j in range(16)]
-    assert {t.log_n for t in plan.tables} == {10}
+    before = {name: dispatch_count(name) for name in ("trace commit", "trace commit again", "queries")}
+    proof = js.prove(air, trace, public, cfg(max_chunk_rows_log2=10, chunk_group=4))
+    return proof, {name: dispatch_count(name) - n for name, n in before.items()}
+
+
+def test_the_proof_does_not_depend_on_the_group_size(alu14, chunked, in_groups_of_4):
+    """16 chunks at once (the planner's choice under the default budget) and 4 groups of 4 under
+    vmap give the same bytes: the roots are absorbed in chunk order and every chunk has its own fork."""
+    proof, dispatched = in_groups_of_4
+    assert proof.to_bytes() == chunked.to_bytes()
+    # four groups: each dispatched once per round, and committed again before its rounds 2-5
+    assert dispatched == {"trace commit": 4, "trace commit again": 4, "queries": 4}
+
+
+def test_the_plan_lists_every_group_and_holds_one_group_at_a_time(alu14, in_groups_of_4):
+    air, trace, public = alu14
+    plan = js.plan(air, 14, cfg(max_chunk_rows_log2=10, chunk_group=4))  # executables from the proof above
+    assert [t.name for t in plan.tables] == [f"Alu chunks {j}-{j + 3} of 16" for j in range(0, 16, 4)]
+    assert plan.chunks == (4,) and plan.groups == (2,)
+    assert "16 chunks of 2^10 rows, 4 at a time under vmap (4 groups" in str(plan)
+    assert "4 chunks of 2^10 rows (vmap)" in plan.tables[0].shape
     whole = js.plan(air, 14, cfg())
     held = lambda p: max(r.resident_bytes for r in p.rounds)  # noqa: E731
     assert held(plan) < held(whole) / 2, (held(plan), held(whole))
-    before = dispatch_count("trace commit again")
-    js.prove(air, trace, public, cfg(max_chunk_rows_log2=10))
-    assert dispatch_count("trace commit again") - before == 16
+    everything = js.plan(air, 14, cfg(max_chunk_rows_log2=10))  # the planner's group: all 16 at once
+    assert everything.groups == (4,) and len(everything.tables) == 1
+    assert not any(r.name == "trace commit again" for r in everything.rounds)  # nothing to commit again
+
+
+def test_a_table_16_times_over_the_budget_is_chunked_and_grouped_by_the_planner():
+    """``max_chunk_rows_log2="auto"`` under a budget of 1/16 of the whole table's device set (from
+    the closed-form model): the planner splits the table, picks the group size from the plan of
+    groups of one, confirms it, and the proof runs that plan and verifies."""
+    from jaxstark.memory.model import model
+
+    air, trace, public = EXAMPLES["alu"](12)
+    base = dict(blowup=8, num_queries=8, grinding_bits=2, fri_final_degree=4)
+    budget_mb = model(air, 12, js.StarkConfig(**base), backend="cpu").peak / 16 / 2**20
+    config = js.StarkConfig(**base, vram_budget_mb=budget_mb, max_chunk_rows_log2="auto")
+    with pytest.raises(js.DeviceBudgetExceeded):
+        js.plan(air, 12, dataclasses.replace(config, max_chunk_rows_log2=None)).admit()
+    plan = js.plan(air, 12, config)
+    assert plan.fits and plan.peak <= budget_mb * 2**20
+    (k,), (g,) = plan.chunks, plan.groups
+    assert k >= 4 and 1 <= g <= k, (k, g)  # at least 16 chunks, several at a time
+    before = dispatch_count("queries")
+    proof = js.prove(air, np.asarray(trace), public, config)
+    assert dispatch_count("queries") - before == 1 << (k - g)  # one dispatch per planned group
+    assert proof.chunks == (k,) and js.verify(air, proof.to_bytes(), public, js.StarkConfig(**base))
 
 
 def test_chunking_refuses_tables_that_read_the_next_row():
@@ -89,3 +128,13 @@ def test_bad_chunk_knobs_are_named(monkeypatch, alu14):
         monkeypatch.setenv(CHUNK_ENV, bad)
         with pytest.raises(ValueError, match=CHUNK_ENV):
             js.plan(air, 14, cfg())
+    monkeypatch.delenv(CHUNK_ENV)
+    for bad in (0, 3, "4", True):
+        with pytest.raises(ValueError, match="chunk_group"):
+            cfg(chunk_group=bad)
+    for bad in ("four", "0", "6"):
+        monkeypatch.setenv(GROUP_ENV, bad)
+        with pytest.raises(ValueError, match=GROUP_ENV):
+            js.plan(air, 14, cfg(max_chunk_rows_log2=10))
+    with pytest.raises(ValueError, match="max_chunk_rows_log2"):
+        cfg(max_chunk_rows_log2="tall")

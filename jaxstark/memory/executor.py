@@ -17,19 +17,25 @@ the resident buffers it does not take as arguments plus XLA's figure for the rou
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sys
 from collections.abc import Callable
 
 import jax
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
 from jaxstark.errors import DeviceFailure
 
-__all__ = ["Planner", "Runner", "RoundMemory", "dispatch_count", "compiled_for", "FALLBACK_ENV"]
+__all__ = [
+    "Planner", "Runner", "RoundMemory", "dispatch_count", "compiled_for", "placements", "FALLBACK_ENV", "CHUNK_AXIS",
+]  # fmt: skip
 
 FALLBACK_ENV = "JAXSTARK_TEST_ONLY_HOST_FALLBACK"
+CHUNK_AXIS = "chunks"  # the mesh axis a group of row chunks is split along
 _COMPILED: dict = {}  # signature -> compiled executable (shared by every plan and proof)
+_GROUPED: dict = {}  # (round, statics, vmap axes) -> jitted vmapped round
 _DISPATCHES: dict[str, int] = {}  # round name -> executables dispatched
 _BANNER_SHOWN = [False]
 
@@ -39,27 +45,76 @@ def dispatch_count(name: str | None = None) -> int:
     return sum(_DISPATCHES.values()) if name is None else _DISPATCHES.get(name, 0)
 
 
-def _sds(x, device: jax.Device):
+def _sds(x, sharding):
     if hasattr(x, "shape") and hasattr(x, "dtype"):
-        return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=jax.sharding.SingleDeviceSharding(device))
+        return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding)
     return x
 
 
 def _nbytes(tree) -> int:
-    return sum(int(np.prod(x.shape, dtype=np.int64)) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(tree))
+    """Bytes of the arrays in ``tree`` on each device that holds them (a leaf split over a mesh
+    counts its shard)."""
+    total = 0
+    for x in jax.tree.leaves(tree):
+        shape = x.shape
+        sharding = getattr(x, "sharding", None)
+        if isinstance(sharding, NamedSharding):
+            shape = sharding.shard_shape(shape)
+        total += int(np.prod(shape, dtype=np.int64)) * np.dtype(x.dtype).itemsize
+    return total
 
 
-def _signature(fn, static: dict, args: tuple, device: jax.Device):
+def _signature(fn, static: dict, args: tuple, shardings):
     leaves, treedef = jax.tree.flatten(args)
-    return (fn, tuple(sorted(static.items())), treedef, tuple((x.shape, np.dtype(x.dtype)) for x in leaves), device)
+    return (
+        fn,
+        tuple(sorted(static.items())),
+        treedef,
+        tuple((x.shape, np.dtype(x.dtype)) for x in leaves),
+        tuple(jax.tree.leaves(shardings)),
+    )
 
 
-def compiled_for(fn, static: dict, args: tuple, device: jax.Device):
-    """The executable of ``fn`` for these argument shapes on ``device`` (compiled once)."""
-    key = _signature(fn, static, args, device)
+def device_label(mesh: Mesh | None, device: jax.Device) -> str:
+    """``gpu:0``, or ``gpu:0+1`` for a mesh."""
+    if mesh is None:
+        return f"{device.platform}:{device.id}"
+    return f"{device.platform}:" + "+".join(str(d.id) for d in mesh.devices.flat)
+
+
+def placements(args: tuple, axes: tuple | None, mesh: Mesh | None, device: jax.Device):
+    """Per array of ``args``, its sharding: ``device``; or, for a group of row chunks spread over
+    ``mesh``, split along the group axis where ``axes`` (the rounds' ``vmap`` axes, a prefix of
+    ``args``) says 0 and replicated elsewhere (domain tables, challenges, transcripts)."""
+    if mesh is None:
+        one = SingleDeviceSharding(device)
+        return jax.tree.map(lambda _: one, args)
+    split, whole = NamedSharding(mesh, PartitionSpec(CHUNK_AXIS)), NamedSharding(mesh, PartitionSpec())
+
+    def place(ax, sub):
+        if isinstance(ax, tuple):
+            return tuple(place(a, x) for a, x in zip(ax, sub, strict=True))
+        return jax.tree.map(lambda _: split if ax == 0 else whole, sub)
+
+    return place(axes, args)
+
+
+def grouped(fn, static: dict, axes: tuple):
+    """``fn`` (a round, its static arguments bound) under ``vmap`` with ``in_axes=axes``, jitted
+    (one function object per round, statics and axes, so its executables are cached)."""
+    key = (fn, tuple(sorted(static.items())), axes)
+    g = _GROUPED.get(key)
+    if g is None:
+        g = _GROUPED[key] = jax.jit(jax.vmap(functools.partial(fn, **static), in_axes=axes), keep_unused=True)
+    return g
+
+
+def compiled_for(fn, static: dict, args: tuple, shardings):
+    """The executable of ``fn`` for these argument shapes and placements (compiled once)."""
+    key = _signature(fn, static, args, shardings)
     exe = _COMPILED.get(key)
     if exe is None:
-        abstract = jax.tree.map(lambda x: _sds(x, device), args)
+        abstract = jax.tree.map(_sds, args, shardings)
         exe = fn.lower(*abstract, **static).compile()
         _COMPILED[key] = exe
     return exe
@@ -77,6 +132,7 @@ class RoundMemory:
     outputs: int
     temporaries: int
     aliased: int
+    fixed: int = 0  # bytes of the total that another unit owns or that are held to the end of the proof
 
     @property
     def resident_bytes(self) -> int:
@@ -93,16 +149,29 @@ class _Executor:
 
     concrete = False
 
-    def __init__(self, devices: dict[int, jax.Device], default: jax.Device):
+    def __init__(self, devices: dict[int, jax.Device], default: jax.Device, meshes: dict[int, Mesh] | None = None):
         self.devices, self.default = devices, default
+        self.meshes = meshes or {}  # unit -> the devices its group of row chunks is spread over
 
     def device(self, table: int | None) -> jax.Device:
+        """The unit's device (the first of its mesh when it is spread)."""
         return self.default if table is None else self.devices[table]
+
+    def devset(self, table: int | None) -> frozenset:
+        mesh = self.meshes.get(table)
+        return frozenset(mesh.devices.flat) if mesh is not None else frozenset([self.device(table)])
+
+    def label(self, table: int | None) -> str:
+        """``gpu:0``, or ``gpu:0+1`` for a unit spread over a mesh."""
+        return device_label(self.meshes.get(table), self.device(table))
+
+    def placements(self, table: int | None, args: tuple, axes: tuple | None):
+        return placements(args, axes, self.meshes.get(table), self.device(table))
 
     def _host_domain(self, log_n: int, blowup: int):
         from jaxstark.rounds.domain import make_domain
 
-        with jax.default_device(jax.devices("cpu")[0]):  # tables are built on the host (cached per shape)
+        with jax.default_device(jax.local_devices(backend="cpu")[0]):  # tables are built on the host (cached per shape)
             return make_domain(log_n, blowup)
 
     def hold(self, name: str, tree, table: int | None, *, until_end: bool = False) -> None:
@@ -112,9 +181,10 @@ class _Executor:
     def release(self, table: int) -> None:
         """Table ``table`` is done: the buffers held for it are dropped."""
 
-    def chunk(self, trace, unit):
-        """The rows of ``unit`` (a row chunk, :class:`jaxstark.chunking.Unit`) of a caller's trace."""
-        return trace[unit.rows]
+    def chunk(self, trace, unit, table: int):
+        """The rows of ``unit`` (a group of row chunks, :class:`jaxstark.chunking.Unit`; unit
+        ``table`` of the schedule) of a caller's trace, as ``(chunks, chunk_rows, cols)``."""
+        return trace[unit.rows].reshape(unit.count, 1 << unit.log_rows, trace.shape[1])
 
     def drop(self, tree) -> None:
         """``tree``'s arrays are no longer held (the schedule keeps no reference to them)."""
@@ -123,8 +193,8 @@ class _Executor:
 class Planner(_Executor):
     """Runs the schedule on abstract values, compiling each round and recording its memory."""
 
-    def __init__(self, devices, default):
-        super().__init__(devices, default)
+    def __init__(self, devices, default, meshes=None):
+        super().__init__(devices, default, meshes)
         self.rounds: list[RoundMemory] = []
         # id(array) -> (name, array, owning table or None when shared, held until the end)
         self.held: dict[int, tuple[str, object, int | None, bool]] = {}
@@ -142,17 +212,28 @@ class Planner(_Executor):
         self.held = {k: v for k, v in self.held.items() if k not in gone}
 
     def domain(self, table: int, log_n: int, blowup: int):
-        device = self.device(table)
-        return jax.tree.map(lambda x: _sds(x, device), self._host_domain(log_n, blowup))
+        host = self._host_domain(log_n, blowup)
+        return jax.tree.map(_sds, host, self.placements(table, (host,), (None,))[0])
 
-    def chunk(self, trace, unit):
-        return jax.ShapeDtypeStruct((1 << unit.log_rows, trace.shape[1]), trace.dtype)
+    def chunk(self, trace, unit, table: int):
+        shape = (unit.count, 1 << unit.log_rows, trace.shape[1])
+        sds = jax.ShapeDtypeStruct(shape, trace.dtype)
+        return _sds(sds, self.placements(table, (sds,), (0,))[0])
 
-    def run(self, table: int | None, name: str, fn: Callable, args: tuple, static: dict):
-        device = self.device(table)
-        exe = compiled_for(fn, static, args, device)
+    def run(
+        self, table: int | None, name: str, fn: Callable, args: tuple, static: dict, axes: tuple | None = None,
+        vmap: bool = True,
+    ):  # fmt: skip
+        """Compile round ``name`` of unit ``table`` and record its memory. ``axes``: the round
+        takes a group of row chunks along these axes of its arguments -- run it under ``vmap``
+        (unless ``vmap`` is False: the round batches itself) and, when the unit is spread over
+        a mesh, split those arguments over its devices."""
+        shardings = self.placements(table, args, axes)
+        if axes is not None and vmap:
+            fn, static = grouped(fn, static, axes), {}
+        exe = compiled_for(fn, static, args, shardings)
         mem = exe.memory_analysis()
-        counted, passed = int(mem.argument_size_in_bytes), _nbytes(args)
+        counted, passed = int(mem.argument_size_in_bytes), _nbytes(jax.tree.map(_sds, args, shardings))
         if counted < passed:
             raise RuntimeError(
                 f"round {name!r}: XLA counts {counted:,} argument bytes of the {passed:,} passed -- it pruned "
@@ -160,20 +241,27 @@ class Planner(_Executor):
             )
         arg_ids = {id(x) for x in jax.tree.leaves(args)}
         by_name: dict[str, int] = {}
-        for key, (buf, ref, owner, _) in self.held.items():
-            if key not in arg_ids and self.device(owner) == device:
+        fixed = 0
+        here = self.devset(table)
+        for key, (buf, ref, owner, until_end) in self.held.items():
+            if not self.devset(owner) & here:
+                continue
+            if key not in arg_ids:
                 by_name[buf] = by_name.get(buf, 0) + _nbytes(ref)
+            if until_end or owner != table:
+                fixed += _nbytes(ref)
         out = exe.out_info
         self.rounds.append(
             RoundMemory(
                 table,
                 name,
-                f"{device.platform}:{device.id}",
+                self.label(table),
                 tuple(sorted(by_name.items())),
                 int(mem.argument_size_in_bytes),
                 int(mem.output_size_in_bytes),
                 int(mem.temp_size_in_bytes),
                 int(mem.alias_size_in_bytes),
+                fixed,
             )
         )
         self.hold(f"{'shared' if table is None else f'table {table}'}: {name}", out, table)
@@ -185,17 +273,23 @@ class Runner(_Executor):
 
     concrete = True
 
-    def __init__(self, devices, default, diagnostic: Callable[[int | None, str], str]):
-        super().__init__(devices, default)
+    def __init__(self, devices, default, diagnostic: Callable[[int | None, str], str], meshes=None):
+        super().__init__(devices, default, meshes)
         self.diagnostic = diagnostic
 
     def domain(self, table: int, log_n: int, blowup: int):
-        return jax.device_put(self._host_domain(log_n, blowup), self.device(table))
+        host = self._host_domain(log_n, blowup)
+        return _put(host, self.placements(table, (host,), (None,))[0])
 
-    def run(self, table: int | None, name: str, fn: Callable, args: tuple, static: dict):
-        device = self.device(table)
-        args = jax.device_put(args, device)
-        exe = compiled_for(fn, static, args, device)
+    def run(
+        self, table: int | None, name: str, fn: Callable, args: tuple, static: dict, axes: tuple | None = None,
+        vmap: bool = True,
+    ):  # fmt: skip
+        shardings = self.placements(table, args, axes)
+        if axes is not None and vmap:
+            fn, static = grouped(fn, static, axes), {}
+        args = _put(args, shardings)
+        exe = compiled_for(fn, static, args, shardings)
         _DISPATCHES[name] = _DISPATCHES.get(name, 0) + 1
         try:
             out = jax.block_until_ready(exe(*args))
@@ -205,10 +299,39 @@ class Runner(_Executor):
             if os.environ.get(FALLBACK_ENV) != "1":
                 raise DeviceFailure(self.diagnostic(table, name), exc) from exc
             _banner()
-            with jax.default_device(jax.devices("cpu")[0]):
-                host_args = jax.device_put(args, jax.devices("cpu")[0])
-                out = jax.device_put(jax.block_until_ready(fn(*host_args, **static)), device)
+            with jax.default_device(jax.local_devices(backend="cpu")[0]):
+                host_args = jax.device_put(jax.device_get(args), jax.local_devices(backend="cpu")[0])
+                out = jax.device_put(jax.block_until_ready(fn(*host_args, **static)), exe.output_shardings)
         return out
+
+    def host(self, tree):
+        """``tree``'s arrays on the host, gathered from every process when they are spread over
+        devices of several processes."""
+        if jax.process_count() == 1:
+            return jax.device_get(tree)
+        from jax.experimental import multihost_utils
+
+        return multihost_utils.process_allgather(tree, tiled=True)
+
+
+def _put(tree, shardings):
+    """``jax.device_put`` of ``tree`` onto ``shardings``, also across processes: a value spread
+    over the devices of several processes is built from the host copy every process holds (or
+    from the local copy of a replicated array), and a replicated one is read from a local device."""
+    if jax.process_count() == 1:
+        return jax.device_put(tree, shardings)
+
+    def put(x, s):
+        if isinstance(x, jax.Array) and not x.is_fully_addressable:
+            if x.sharding == s or not s.is_fully_addressable:
+                return jax.device_put(x, s)
+            x = x.addressable_data(0)  # fully replicated: the whole value is on a local device
+        if s.is_fully_addressable:
+            return jax.device_put(x, s)
+        host = np.asarray(x)
+        return jax.make_array_from_callback(host.shape, s, lambda index: host[index])
+
+    return jax.tree.map(put, tree, shardings)
 
 
 def _is_device_error(exc: BaseException) -> bool:

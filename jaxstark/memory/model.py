@@ -23,11 +23,11 @@ from jaxstark.air import AIR
 from jaxstark.config import StarkConfig
 from jaxstark.poly import COLUMN_BLOCK
 from jaxstark.rounds.r4_deep_fri import fri_num_layers
+from jaxstark.transcript import grind_batch
 
 __all__ = ["ModelRound", "TableModel", "model", "features", "FEATURES", "ROUND_FEATURES", "TEMP_COEFFS", "FIT_QUALITY"]
 
 BIG_LDE_ROWS = 1 << 22  # LDE rows from which the "L*c*big" feature counts (see below)
-GRIND_BATCH = 1 << 14  # nonces per grinding step (jaxstark.transcript.Transcript.grind)
 
 # What each round's temporaries are fitted on: the data sizes the round computes over (element
 # counts; a coefficient is bytes per element). "grind" is the grinding batch (nonces), "1" a constant.
@@ -102,7 +102,7 @@ def features(log_n: int, blowup: int, c: int, a: int, parts: int, grinding_bits:
         "n": n, "L": size, "L*logL": size * (log_n + blowup.bit_length() - 1), "L*c": size * c,
         "L*c*P": size * c * parts, "L*a": size * a, "L*P": size * parts, "n*c": n * c, "n*a": n * a,
         "n*P": n * parts, "L*cu": size * cu, "n*cu": n * cu, "L*c*big": size * c * (size >= BIG_LDE_ROWS),
-        "grind": GRIND_BATCH if grinding_bits else 0, "1": 1,
+        "grind": grind_batch(grinding_bits) if grinding_bits else 0, "1": 1,
     }  # fmt: skip
 
 

@@ -25,18 +25,20 @@ first and heaviest table last, and keeps the order with the lowest peak relative
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh
 
 from jaxstark.air import AIR
-from jaxstark.chunking import units
+from jaxstark.chunking import chunk_group, units
 from jaxstark.config import StarkConfig
-from jaxstark.errors import DeviceBudgetExceeded
+from jaxstark.errors import DeviceBudgetExceeded, ShapeError
 from jaxstark.memory.budget import Budget, allocator_posture, device_budget, live_memory
-from jaxstark.memory.executor import Planner, RoundMemory
+from jaxstark.memory.executor import CHUNK_AXIS, Planner, RoundMemory, device_label
 from jaxstark.ntt import _target_device
 
 __all__ = ["Plan", "TablePlan", "plan", "plan_checked"]
@@ -54,6 +56,9 @@ def _size(b: int) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class TablePlan:
+    """One proven unit: a table, or a group of ``group`` row chunks of ``2^log_n`` rows each of
+    statement table ``table``, proven together under ``vmap``."""
+
     index: int
     name: str
     log_n: int
@@ -62,11 +67,14 @@ class TablePlan:
     blowup: int
     device: str
     policy: str
+    table: int = 0
+    group: int = 1
 
     @property
     def shape(self) -> str:
         aux = f" + {self.aux_columns} aux (extension)" if self.aux_columns else ""
-        return f"2^{self.log_n} rows x {self.width} main{aux} @ blowup {self.blowup}"
+        rows = f"{self.group} chunks of 2^{self.log_n} rows (vmap)" if self.group > 1 else f"2^{self.log_n} rows"
+        return f"{rows} x {self.width} main{aux} @ blowup {self.blowup}"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -79,6 +87,24 @@ class Plan:
     order: tuple[int, ...]
     devices: dict[int, jax.Device] = dataclasses.field(repr=False)
     default_device: jax.Device = dataclasses.field(repr=False)
+    chunks: tuple[int, ...] = ()  # per statement table, log2 of its number of row chunks
+    groups: tuple[int, ...] = ()  # per statement table, log2 of the chunks proven at once under vmap
+    meshes: dict[int, Mesh] = dataclasses.field(default_factory=dict, repr=False)  # unit -> devices it spans
+
+    def chunking(self, table: int) -> str:
+        """How statement table ``table`` is split, in words ('' when whole)."""
+        k = self.chunks[table] if self.chunks else 0
+        if not k:
+            return ""
+        mine = [u for u in self.tables if u.table == table]
+        peak = max(self.table_peak(u.index) for u in mine)
+        g = 1 << self.groups[table]
+        mesh = self.meshes.get(mine[0].index)
+        spread = f", each group split over {mesh.devices.size} devices ({mine[0].device})" if mesh is not None else ""
+        return (
+            f"{mine[0].name.split(' chunk')[0]}: {1 << k} chunks of 2^{mine[0].log_n} rows, {g} at a time under vmap "
+            f"({len(mine)} group{'s' if len(mine) > 1 else ''}{spread}; group peak {_size(peak)} per device)"
+        )
 
     @property
     def binding(self) -> RoundMemory:
@@ -147,8 +173,11 @@ class Plan:
         lines = []
         for dev, budget in self.budgets.items():
             lines.append(f"budget {dev}: {budget}")
+        for t in range(len(self.chunks)):
+            if self.chunking(t):
+                lines.append(f"statement table {t} {self.chunking(t)}")
         for t in self.tables:
-            lines.append(f"table {t.index} {t.name}: {t.shape} on {t.device}{' -- ' + t.policy if t.policy else ''}")
+            lines.append(f"unit {t.index} {t.name}: {t.shape} on {t.device}{' -- ' + t.policy if t.policy else ''}")
         lines.append(f"rounds 2-5 in table order {list(self.order)}")
         cols = ("held before", "arguments", "outputs", "temporaries", "device set")
         head = f"{'table':>5} {'round':18}" + "".join(f" {c:>12}" for c in cols)
@@ -170,21 +199,21 @@ def _devices(airs, log_ns, config: StarkConfig, device: jax.Device | None):
     devices, policies = {}, {}
     for i, log_n in enumerate(log_ns):
         if default.platform != "cpu" and log_n < config.device_row_floor_log2:
-            devices[i] = jax.devices("cpu")[0]
+            devices[i] = jax.local_devices(backend="cpu")[0]
             policies[i] = f"below the row floor 2^{config.device_row_floor_log2}: runs on the CPU by policy"
         else:
             devices[i], policies[i] = default, ""
     return default, devices, policies
 
 
-def _run_planner(airs, log_ns, chunks, config, default, devices, order) -> list[RoundMemory]:
+def _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order) -> list[RoundMemory]:
     from jaxstark.prover import schedule
 
-    planner = Planner(devices, default)
+    planner = Planner(devices, default, meshes)
     u64 = jnp.uint64
     traces = [jax.ShapeDtypeStruct((1 << log_n, air.width), u64) for air, log_n in zip(airs, log_ns, strict=True)]
     publics = tuple(jax.ShapeDtypeStruct((air.num_public_inputs,), u64) for air in airs)
-    schedule(planner, airs, traces, publics, log_ns, config, order, chunks=chunks)
+    schedule(planner, airs, traces, publics, log_ns, config, order, chunks=chunks, groups=groups)
     return planner.rounds
 
 
@@ -193,25 +222,115 @@ def plan_checked(
     log_ns: tuple[int, ...],
     config: StarkConfig,
     device: jax.Device | None = None,
-    chunks: tuple[int, ...] = (),
+    chunks: tuple[int | None, ...] = (),
+    devices: Sequence[jax.Device] | None = None,
 ) -> Plan:
     """The plan for already validated tables (what :func:`jaxstark.prove` calls); ``chunks``:
-    per table, log2 of its number of row chunks (:mod:`jaxstark.chunking`). The plan's tables
-    are the proven units: the tables, a split table's chunks one by one."""
+    per table, log2 of its number of row chunks, or None where the planner chooses
+    (``max_chunk_rows_log2="auto"``; :mod:`jaxstark.chunking`). The plan's units are the tables
+    and the groups of chunks of the split ones; the group size is the config's
+    ``chunk_group`` or the planner's choice. ``devices``: what a group of chunks is spread over
+    (split along the group axis, :data:`~jaxstark.memory.executor.CHUNK_AXIS`); default
+    ``[device]`` when a device is given, else every device of the target platform (of every
+    process)."""
     chunks = tuple(chunks) or (0,) * len(airs)
-    us = units(tuple(log_ns), chunks)
+    fixed = chunk_group(config)
+    default = device or _target_device()
+    spread = tuple(devices) if devices else (default,) if device else tuple(jax.devices(default.platform))
+    if default not in spread:
+        spread = (default, *spread)
+    device = (default, spread)
+    if all(k is not None for k in chunks):
+        return _grouped(airs, log_ns, config, device, chunks, fixed)
+    # "auto": whole where the proof fits; else split the binding auto table into chunks whose
+    # device set the plan of the whole table says will fit, confirmed by planning them
+    auto = {t for t, k in enumerate(chunks) if k is None}
+    current = [k or 0 for k in chunks]
+    last: dict[int, int] = {}  # per table, the binding device set before its last split
+    while True:
+        p = _grouped(airs, log_ns, config, device, tuple(current), fixed)
+        if p.fits:
+            return p
+        r = p.binding
+        t = None if r.table is None else p.tables[r.table].table
+        budget = p.budgets[r.device].bytes
+        if t not in auto or r.total > 0.75 * last.get(t, 2 * r.total):
+            return p  # not a split table's round, or splitting it further no longer shrinks it: refused
+        last[t] = r.total
+        scaled = r.total - r.fixed
+        levels = max(1, math.ceil(math.log2(scaled / max(budget - r.fixed, 1)))) if scaled > 0 else 1
+        k = min(current[t] + levels, log_ns[t] - 1)
+        while k > current[t] and not _splits(airs[t], log_ns[t] - k, config):
+            k -= 1
+        if k <= current[t]:
+            return p  # no taller split fits the AIR's height rules: admission refuses it
+        current[t] = k
+
+
+def _splits(air: AIR, log_rows: int, config: StarkConfig) -> bool:
+    from jaxstark.prover import check_shape
+
+    try:
+        check_shape(air, log_rows, config, "chunk")
+    except (ValueError, ShapeError):
+        return False
+    return True
+
+
+def _grouped(airs, log_ns, config, device, chunks, fixed_group) -> Plan:
+    """The plan with every split table's chunks in groups: of ``fixed_group`` chunks, or the
+    largest group whose device set fits -- estimated from the plan of groups of one (what each
+    round holds that another unit owns or that is held to the end stays; the rest grows with
+    the group), confirmed by planning it, halved until it fits."""
+    spread = len(device[1]).bit_length() - 1  # log2 of the devices a group may be split over
+    # the smallest group: one chunk on each device it is split over (as many as the chunks allow)
+    least = tuple(min(spread, k) for k in chunks)
+    if not any(chunks):
+        return _plan_units(airs, log_ns, config, device, chunks, least)
+    if fixed_group is not None:
+        g = fixed_group.bit_length() - 1
+        return _plan_units(airs, log_ns, config, device, chunks, tuple(min(g, k) for k in chunks))
+    one = _plan_units(airs, log_ns, config, device, chunks, least)
+    if not one.fits:
+        return one
+    groups = list(chunks)
+    for r in one.rounds:
+        if r.table is None or not chunks[one.tables[r.table].table]:
+            continue
+        t, scaled, room = one.tables[r.table].table, r.total - r.fixed, one.budgets[r.device].bytes - r.fixed
+        if scaled > 0:
+            groups[t] = min(groups[t], least[t] + max(0, (room // scaled).bit_length() - 1))
+    while groups != list(least):
+        p = _plan_units(airs, log_ns, config, device, chunks, tuple(groups))
+        if p.fits:
+            return p
+        t = max(range(len(groups)), key=lambda i: groups[i] - least[i])
+        groups[t] -= 1
+    return one
+
+
+def _plan_units(airs, log_ns, config, device, chunks, groups) -> Plan:
+    us = units(tuple(log_ns), chunks, groups)
     unit_airs = tuple(airs[u.table] for u in us)
     unit_logs = tuple(u.log_rows for u in us)
-    default, devices, policies = _devices(unit_airs, unit_logs, config, device)
+    target, spread = device
+    default, devices, policies = _devices(unit_airs, unit_logs, config, target)
+    meshes = {}
+    for i, u in enumerate(us):  # a group is split over as many devices as it has chunks, at most all
+        d = min(len(spread), u.count) if u.split and devices[i] == default else 1
+        d = 1 << (d.bit_length() - 1)
+        if d > 1:
+            meshes[i] = Mesh(np.array(spread[:d]), (CHUNK_AXIS,))
     budgets = {}
-    for dev in {default, *devices.values()}:
-        budgets[f"{dev.platform}:{dev.id}"] = device_budget(dev, config.vram_budget_mb)
+    for i in (None, *devices):
+        dev = default if i is None else devices[i]
+        budgets[device_label(meshes.get(i), dev)] = device_budget(dev, config.vram_budget_mb)
 
     def worst(rounds):
         return max(r.total / budgets[r.device].bytes for r in rounds)
 
     def run(order):
-        return _run_planner(airs, log_ns, chunks, config, default, devices, order)
+        return _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order)
 
     statement = tuple(range(len(us)))
     best_order, best = statement, run(statement)
@@ -224,16 +343,28 @@ def plan_checked(
                 if worst(rounds) < worst(best):
                     best_order, best = order, rounds
     tables = tuple(
-        TablePlan(i, air.name + (f" chunk {u.chunk} of {1 << chunks[u.table]}" if chunks[u.table] else ""),
-                  u.log_rows, air.width, air.num_aux_columns, config.blowup,
-                  f"{devices[i].platform}:{devices[i].id}", policies[i])
+        TablePlan(i, air.name + _chunk_words(u, chunks), u.log_rows, air.width, air.num_aux_columns, config.blowup,
+                  device_label(meshes.get(i), devices[i]), policies[i], u.table, u.count)
         for i, (air, u) in enumerate(zip(unit_airs, us, strict=True))
     )  # fmt: skip
-    return Plan(tables, tuple(best), budgets, best_order, devices, default)
+    return Plan(tables, tuple(best), budgets, best_order, devices, default, tuple(chunks), tuple(groups), meshes)
+
+
+def _chunk_words(u, chunks) -> str:
+    if not u.split:
+        return ""
+    if u.count == 1:
+        return f" chunk {u.chunk} of {1 << chunks[u.table]}"
+    return f" chunks {u.chunk}-{u.chunk + u.count - 1} of {1 << chunks[u.table]}"
 
 
 def plan(
-    tables: AIR | Sequence, rows=None, config: StarkConfig | None = None, *, device: jax.Device | None = None
+    tables: AIR | Sequence,
+    rows=None,
+    config: StarkConfig | None = None,
+    *,
+    device: jax.Device | None = None,
+    devices: Sequence[jax.Device] | None = None,
 ) -> Plan:
     """Plan a proof without running it: ``plan(air, rows, config)`` for one table or
     ``plan([(air, rows), ...], config=config)``, where ``rows`` is a trace (its shape is used)
@@ -263,4 +394,4 @@ def plan(
         airs.append(air)
         log_ns.append(log_n)
     chunks = table_chunks(airs, log_ns, config, "plan")
-    return plan_checked(tuple(airs), tuple(log_ns), config, device, chunks)
+    return plan_checked(tuple(airs), tuple(log_ns), config, device, chunks, devices)

@@ -28,7 +28,7 @@ from jaxstark.ntt import _intt_core
 from jaxstark.rounds.domain import Domain
 from jaxstark.transcript import Transcript
 
-__all__ = ["AuxCommitment", "aux_commit", "logup_challenges", "absorb_aux"]
+__all__ = ["AuxCommitment", "aux_commit", "aux_commit_group", "logup_challenges", "absorb_aux"]
 
 
 class AuxCommitment(eqx.Module):
@@ -54,13 +54,29 @@ def absorb_aux(tr: Transcript, root: UInt8[Array, " 32"], sums: UInt64[Array, " 
     return tr.absorb_digest("aux root", root).absorb_ext("bus sums", sums)
 
 
+def _commit(trace: UInt64[Array, " n c"], domain: Domain, challenges: UInt64[Array, " 2 3"], air: AIR,
+            hash_name: str) -> AuxCommitment:  # fmt: skip
+    aux, sums, degenerate = build_aux(air, trace, challenges[0], challenges[1])
+    coeffs = _intt_core(aux.reshape(domain.n, -1), domain.lde.ntt)
+    lde = _evaluate_core(coeffs, domain.lde)
+    return AuxCommitment(lde, coeffs, _build(lde, hash_name), sums, degenerate)
+
+
 @functools.partial(jax.jit, static_argnames=("air", "hash_name"), keep_unused=True)
 def aux_commit(
     trace: UInt64[Array, " n c"], domain: Domain, challenges: UInt64[Array, " 2 3"], tr: Transcript, *, air: AIR,
     hash_name: str,
 ) -> tuple[AuxCommitment, Transcript]:  # fmt: skip
-    aux, sums, degenerate = build_aux(air, trace, challenges[0], challenges[1])
-    coeffs = _intt_core(aux.reshape(domain.n, -1), domain.lde.ntt)
-    lde = _evaluate_core(coeffs, domain.lde)
-    nodes = _build(lde, hash_name)
-    return AuxCommitment(lde, coeffs, nodes, sums, degenerate), absorb_aux(tr, nodes[1], sums)
+    aux = _commit(trace, domain, challenges, air, hash_name)
+    return aux, absorb_aux(tr, aux.root, aux.sums)
+
+
+@functools.partial(jax.jit, static_argnames=("air", "hash_name"), keep_unused=True)
+def aux_commit_group(
+    traces: UInt64[Array, " g n c"], domain: Domain, challenges: UInt64[Array, " 2 3"], tr: Transcript, *, air: AIR,
+    hash_name: str,
+) -> tuple[AuxCommitment, Transcript]:  # fmt: skip
+    """:func:`aux_commit` for a group of row chunks under ``vmap``; roots and bus sums absorbed
+    in chunk order."""
+    aux = jax.vmap(lambda t: _commit(t, domain, challenges, air, hash_name))(traces)
+    return aux, tr.absorb_each(lambda t, x: absorb_aux(t, *x), (aux.nodes[:, 1], aux.sums))

@@ -21,7 +21,7 @@ from jaxstark.ntt import _intt_core
 from jaxstark.rounds.domain import Domain
 from jaxstark.transcript import Transcript
 
-__all__ = ["TraceCommitment", "trace_commit"]
+__all__ = ["TraceCommitment", "trace_commit", "trace_commit_group", "absorb_trace"]
 
 
 class TraceCommitment(eqx.Module):
@@ -34,11 +34,31 @@ class TraceCommitment(eqx.Module):
         return self.nodes[1]
 
 
+def _commit(trace: UInt64[Array, " n c"], domain: Domain, hash_name: str) -> TraceCommitment:
+    coeffs = _intt_core(trace, domain.lde.ntt)
+    lde = _evaluate_core(coeffs, domain.lde)
+    return TraceCommitment(lde, coeffs, _build(lde, hash_name))
+
+
+def absorb_trace(tr: Transcript, root: UInt8[Array, " 32"]) -> Transcript:
+    """The round's absorb (shared with the verifier's replay)."""
+    return tr.absorb_digest("trace root", root)
+
+
 @functools.partial(jax.jit, static_argnames="hash_name", keep_unused=True)
 def trace_commit(
     trace: UInt64[Array, " n c"], domain: Domain, tr: Transcript, *, hash_name: str
 ) -> tuple[TraceCommitment, Transcript]:
-    coeffs = _intt_core(trace, domain.lde.ntt)
-    lde = _evaluate_core(coeffs, domain.lde)
-    nodes = _build(lde, hash_name)
-    return TraceCommitment(lde, coeffs, nodes), tr.absorb_digest("trace root", nodes[1])
+    r1 = _commit(trace, domain, hash_name)
+    return r1, absorb_trace(tr, r1.root)
+
+
+@functools.partial(jax.jit, static_argnames="hash_name", keep_unused=True)
+def trace_commit_group(
+    traces: UInt64[Array, " g n c"], domain: Domain, tr: Transcript, *, hash_name: str
+) -> tuple[TraceCommitment, Transcript]:
+    """:func:`trace_commit` for a group of row chunks under ``vmap`` (every leaf of the result
+    gains a leading group axis); the roots are absorbed in chunk order, so the transcript is
+    that of the chunks committed one after another."""
+    r1 = jax.vmap(lambda t: _commit(t, domain, hash_name))(traces)
+    return r1, tr.absorb_each(absorb_trace, r1.nodes[:, 1])
