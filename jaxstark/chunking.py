@@ -22,9 +22,16 @@ Groups: the chunks of a split table are proven ``g`` at a time (``g`` a power of
 rounds run under ``vmap`` over a ``(g, chunk_rows, cols)`` slice of the trace, each chunk on its
 own fork of the transcript with its own commitments; the commit rounds absorb the ``g`` roots in
 chunk order, so the transcript -- and the proof -- does not depend on ``g``. ``g`` is the
-planner's choice (the largest group whose device set fits the budget, estimated from the plan of
-groups of one and confirmed by planning it), or ``StarkConfig.chunk_group`` /
+planner's choice (the largest group whose device set fits the budget: all chunks when the
+closed-form model expects them to fit, else estimated from the plan of groups of one chunk per
+device; confirmed by planning it), or ``StarkConfig.chunk_group`` /
 ``JAXSTARK_CHUNK_GROUP``. A group is a *unit* of the schedule and of the plan.
+
+Devices: a group is split along its group axis over a mesh of the devices given to
+``prove``/``plan`` (default: every device of the target platform -- with ``jax.distributed``,
+of every process), as many as it has chunks (a power of two): each device proves its share of
+the group's chunks (``jax.sharding.NamedSharding`` over the mesh axis ``"chunks"``; the domain
+tables, challenges and transcripts replicated), and the planner's figures are per device.
 
 Data flow (``jaxstark.prover.schedule`` over units, not tables)::
 

@@ -3,7 +3,13 @@
 * Strict dtype promotion: a silent uint32 -> int64 (or any other implicit) promotion inside
   jaxstark raises instead of quietly changing field elements.
 * ``gpu`` marker: such tests are skipped unless JAX sees a CUDA device.
+* One persistent compilation cache per test run (``JAX_COMPILATION_CACHE_DIR``, unless the
+  caller set one), shared by the xdist workers and the processes the tests start: a round
+  compiled by one of them is loaded by the others instead of compiled again.
 """
+
+import os
+import tempfile
 
 import jax
 import pytest
@@ -12,6 +18,11 @@ from hypothesis import HealthCheck, settings
 import jaxstark  # noqa: F401  (turns on 64-bit mode)
 
 jax.config.update("jax_numpy_dtype_promotion", "strict")
+
+if not os.environ.get("JAX_COMPILATION_CACHE_DIR"):  # set in the controller, inherited by the workers
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="jaxstark-tests-xla-")
+jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 settings.register_profile("jaxstark", deadline=None, max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("jaxstark")

@@ -1,6 +1,11 @@
 """Row chunks: a tall row-local table proven as several units of the same AIR (jaxstark.chunking)."""
 
 import dataclasses
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,8 +28,10 @@ def alu14():
 
 @pytest.fixture(scope="module")
 def chunked(alu14):
+    """All 16 chunks in one group (the planner's choice under the default budget; fixed here so
+    the test does not pay for the planner's trial plan)."""
     air, trace, public = alu14
-    return js.prove(air, trace, public, cfg(max_chunk_rows_log2=10))
+    return js.prove(air, trace, public, cfg(max_chunk_rows_log2=10, chunk_group=16))
 
 
 def test_alu_2_14_in_2_10_row_chunks_proves_and_verifies(alu14, chunked):
@@ -68,8 +75,8 @@ def in_groups_of_4(alu14):
 
 
 def test_the_proof_does_not_depend_on_the_group_size(alu14, chunked, in_groups_of_4):
-    """16 chunks at once (the planner's choice under the default budget) and 4 groups of 4 under
-    vmap give the same bytes: the roots are absorbed in chunk order and every chunk has its own fork."""
+    """16 chunks at once and 4 groups of 4 under vmap give the same bytes: the roots are absorbed
+    in chunk order and every chunk has its own fork."""
     proof, dispatched = in_groups_of_4
     assert proof.to_bytes() == chunked.to_bytes()
     # four groups: each dispatched once per round, and committed again before its rounds 2-5
@@ -83,12 +90,11 @@ def test_the_plan_lists_every_group_and_holds_one_group_at_a_time(alu14, in_grou
     assert plan.chunks == (4,) and plan.groups == (2,)
     assert "16 chunks of 2^10 rows, 4 at a time under vmap (4 groups" in str(plan)
     assert "4 chunks of 2^10 rows (vmap)" in plan.tables[0].shape
-    whole = js.plan(air, 14, cfg())
-    held = lambda p: max(r.resident_bytes for r in p.rounds)  # noqa: E731
-    assert held(plan) < held(whole) / 2, (held(plan), held(whole))
-    everything = js.plan(air, 14, cfg(max_chunk_rows_log2=10))  # the planner's group: all 16 at once
+    everything = js.plan(air, 14, cfg(max_chunk_rows_log2=10, chunk_group=16))  # executables of `chunked`
     assert everything.groups == (4,) and len(everything.tables) == 1
     assert not any(r.name == "trace commit again" for r in everything.rounds)  # nothing to commit again
+    held = lambda p: max(r.resident_bytes for r in p.rounds)  # noqa: E731
+    assert held(plan) < held(everything) / 2, (held(plan), held(everything))
 
 
 def test_a_table_16_times_over_the_budget_is_chunked_and_grouped_by_the_planner():
@@ -111,6 +117,45 @@ def test_a_table_16_times_over_the_budget_is_chunked_and_grouped_by_the_planner(
     proof = js.prove(air, np.asarray(trace), public, config)
     assert dispatch_count("queries") - before == 1 << (k - g)  # one dispatch per planned group
     assert proof.chunks == (k,) and js.verify(air, proof.to_bytes(), public, js.StarkConfig(**base))
+
+
+def _child(tmp_path, name, *argv):
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    env.pop("XLA_FLAGS", None)
+    out = tmp_path / f"{name}.bin"
+    cmd = [sys.executable, str(Path(__file__).with_name("chunk_child.py")), str(out), *map(str, argv)]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), out
+
+
+def _finish(proc, out) -> tuple[bytes, str]:
+    stdout, stderr = proc.communicate(timeout=900)
+    assert proc.returncode == 0, stderr[-3000:]
+    return out.read_bytes(), stdout
+
+
+def test_groups_split_over_4_host_devices_give_the_same_proof(tmp_path, alu14, chunked):
+    """Two groups of 8 chunks, each split over a mesh of 4 host devices (2 chunks per device):
+    the same bytes as the proof on one device."""
+    air, _, public = alu14
+    data, stdout = _finish(*_child(tmp_path, "spread", 4))
+    assert "8 at a time under vmap (2 groups, each group split over 4 devices (cpu:0+1+2+3)" in stdout, stdout
+    assert data == chunked.to_bytes()
+    assert js.verify(air, data, public, cfg())
+
+
+def test_two_processes_prove_one_statement(tmp_path, alu14, chunked):
+    """``jax.distributed`` on localhost: two processes of 2 host devices each; every group of 8
+    chunks is split over all 4 devices, so each process proves its share of every group; both
+    end with the whole proof, the same bytes as on one device."""
+    air, _, public = alu14
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        port = s.getsockname()[1]
+    children = [_child(tmp_path, f"process{i}", 2, i, 2, port) for i in range(2)]
+    results = [_finish(*c) for c in children]
+    assert "each group split over 4 devices" in results[0][1], results[0][1]
+    assert results[0][0] == results[1][0] == chunked.to_bytes()
+    assert js.verify(air, results[0][0], public, cfg())
 
 
 def test_chunking_refuses_tables_that_read_the_next_row():

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Sequence
 
 import jax
@@ -37,7 +38,7 @@ from jaxstark.air import AIR
 from jaxstark.chunking import chunk_group, units
 from jaxstark.config import StarkConfig
 from jaxstark.errors import DeviceBudgetExceeded, ShapeError
-from jaxstark.memory.budget import Budget, allocator_posture, device_budget, live_memory
+from jaxstark.memory.budget import _POSTURE_VARS, ENV_BUDGET, Budget, allocator_posture, device_budget, live_memory
 from jaxstark.memory.executor import CHUNK_AXIS, Planner, RoundMemory, device_label
 from jaxstark.ntt import _target_device
 
@@ -239,7 +240,20 @@ def plan_checked(
     spread = tuple(devices) if devices else (default,) if device else tuple(jax.devices(default.platform))
     if default not in spread:
         spread = (default, *spread)
-    device = (default, spread)
+    # a plan is a function of these and of the process's environment: the next proof of the same
+    # shapes reuses it instead of walking the schedule again
+    key = (tuple(airs), tuple(log_ns), config, default, spread, chunks, fixed,
+           tuple(os.environ.get(name) for name in PLAN_ENV))  # fmt: skip
+    if key not in _PLANS:
+        _PLANS[key] = _plan_checked(airs, log_ns, config, (default, spread), chunks, fixed)
+    return _PLANS[key]
+
+
+_PLANS: dict = {}
+PLAN_ENV = (ENV_BUDGET, *_POSTURE_VARS)  # what a budget depends on besides the device
+
+
+def _plan_checked(airs, log_ns, config, device, chunks, fixed) -> Plan:
     if all(k is not None for k in chunks):
         return _grouped(airs, log_ns, config, device, chunks, fixed)
     # "auto": whole where the proof fits; else split the binding auto table into chunks whose
@@ -279,9 +293,11 @@ def _splits(air: AIR, log_rows: int, config: StarkConfig) -> bool:
 
 def _grouped(airs, log_ns, config, device, chunks, fixed_group) -> Plan:
     """The plan with every split table's chunks in groups: of ``fixed_group`` chunks, or the
-    largest group whose device set fits -- estimated from the plan of groups of one (what each
-    round holds that another unit owns or that is held to the end stays; the rest grows with
-    the group), confirmed by planning it, halved until it fits."""
+    largest group whose device set fits: all chunks at once when the closed-form model expects
+    that to fit with room to spare and the plan confirms it; else estimated from the plan of
+    groups of one chunk per device (what each round holds that another unit owns or that is
+    held to the end stays; the rest grows with the group), confirmed by planning it, halved
+    until it fits."""
     spread = len(device[1]).bit_length() - 1  # log2 of the devices a group may be split over
     # the smallest group: one chunk on each device it is split over (as many as the chunks allow)
     least = tuple(min(spread, k) for k in chunks)
@@ -290,6 +306,10 @@ def _grouped(airs, log_ns, config, device, chunks, fixed_group) -> Plan:
     if fixed_group is not None:
         g = fixed_group.bit_length() - 1
         return _plan_units(airs, log_ns, config, device, chunks, tuple(min(g, k) for k in chunks))
+    if _one_group_fits(airs, log_ns, config, device, chunks, least):  # the model's first guess
+        p = _plan_units(airs, log_ns, config, device, chunks, tuple(chunks))
+        if p.fits:
+            return p
     one = _plan_units(airs, log_ns, config, device, chunks, least)
     if not one.fits:
         return one
@@ -309,6 +329,24 @@ def _grouped(airs, log_ns, config, device, chunks, fixed_group) -> Plan:
     return one
 
 
+def _one_group_fits(airs, log_ns, config, device, chunks, least) -> bool:
+    """Whether the closed-form model (:mod:`jaxstark.memory.model`) expects every split table to
+    fit in one group, with a fifth of the budget to spare: then that plan is tried first (one
+    compilation instead of two when it fits)."""
+    from jaxstark.memory.model import model
+
+    target = device[0]
+    backend = "cpu" if target.platform == "cpu" else "gpu" if target.platform in ("gpu", "cuda", "rocm") else None
+    if backend is None:
+        return False
+    budget = device_budget(target, config.vram_budget_mb).bytes
+    return all(
+        model(airs[t], log_ns[t], config, backend=backend).peak / (1 << least[t]) <= 0.8 * budget
+        for t, k in enumerate(chunks)
+        if k
+    )
+
+
 def _plan_units(airs, log_ns, config, device, chunks, groups) -> Plan:
     us = units(tuple(log_ns), chunks, groups)
     unit_airs = tuple(airs[u.table] for u in us)
@@ -319,6 +357,12 @@ def _plan_units(airs, log_ns, config, device, chunks, groups) -> Plan:
     for i, u in enumerate(us):  # a group is split over as many devices as it has chunks, at most all
         d = min(len(spread), u.count) if u.split and devices[i] == default else 1
         d = 1 << (d.bit_length() - 1)
+        if u.split and jax.process_count() > 1 and d < len(spread):
+            raise ValueError(
+                f"plan: table {u.table} ({airs[u.table].name}) is proven in groups of {u.count} chunk(s), fewer than "
+                f"the {len(spread)} devices of the {jax.process_count()} processes: under jax.distributed every group "
+                "is split over all of them; split the table into more chunks or fix chunk_group"
+            )
         if d > 1:
             meshes[i] = Mesh(np.array(spread[:d]), (CHUNK_AXIS,))
     budgets = {}

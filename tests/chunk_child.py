@@ -1,0 +1,34 @@
+"""Run by tests/test_chunking.py in a fresh process: prove the ALU table (2^14 rows, 2^10-row
+chunks, 8 at a time) on several host devices, or as one of several ``jax.distributed``
+processes, and write the proof's bytes.
+
+    python tests/chunk_child.py OUT DEVICES [PROCESS_ID PROCESSES PORT]
+"""
+
+import os
+import sys
+
+out, devices = sys.argv[1], int(sys.argv[2])
+os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+import jax  # noqa: E402
+
+if len(sys.argv) > 3:
+    pid, processes, port = (int(x) for x in sys.argv[3:6])
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator_address=f"localhost:{port}", num_processes=processes, process_id=pid)
+
+import numpy as np  # noqa: E402
+
+import jaxstark as js  # noqa: E402
+from jaxstark.examples import EXAMPLES  # noqa: E402
+
+air, trace, public = EXAMPLES["alu"](14)
+config = js.StarkConfig(
+    blowup=2, num_queries=8, grinding_bits=2, fri_final_degree=4, max_chunk_rows_log2=10, chunk_group=8
+)
+plan = js.plan(air, 14, config)
+assert len(jax.devices()) == devices * jax.process_count()
+proof = js.prove(air, np.asarray(trace), public, config)
+with open(out, "wb") as f:
+    f.write(proof.to_bytes())
+print(plan.chunking(0), flush=True)
