@@ -32,6 +32,8 @@ Devices: a group is split along its group axis over a mesh of the devices given 
 of every process), as many as it has chunks (a power of two): each device proves its share of
 the group's chunks (``jax.sharding.NamedSharding`` over the mesh axis ``"chunks"``; the domain
 tables, challenges and transcripts replicated), and the planner's figures are per device.
+Tables that are not split take the process's devices in turn (each device holds its own
+tables' buffers; their rounds run one after another).
 
 Data flow (``jaxstark.prover.schedule`` over units, not tables)::
 

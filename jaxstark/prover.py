@@ -219,7 +219,8 @@ def prove(
     :class:`~jaxstark.errors.DeviceFailure` -- never a silent retry on the host. ``device``
     defaults to JAX's default device; tables below the config's row floor run on the CPU. A
     group of row chunks (:mod:`jaxstark.chunking`) is split over ``devices`` (default: ``[device]``
-    when ``device`` is given, else every device of the target platform, of every process).
+    when ``device`` is given, else every device of the target platform, of every process), and
+    whole tables take this process's ``devices`` in turn.
 
     ``debug=True`` first checks every constraint of every table and every bus, and names the
     first failing constraint and row, or the unbalanced bus and a witness tuple."""

@@ -1,6 +1,7 @@
 """Run by tests/test_chunking.py in a fresh process: prove the ALU table (2^14 rows, 2^10-row
 chunks, 8 at a time) on several host devices, or as one of several ``jax.distributed``
-processes, and write the proof's bytes.
+processes, and write the proof's bytes; on several devices of one process, also prove and
+verify the three-table machine (whole tables, placed on the devices in turn).
 
     python tests/chunk_child.py OUT DEVICES [PROCESS_ID PROCESSES PORT]
 """
@@ -32,3 +33,14 @@ proof = js.prove(air, np.asarray(trace), public, config)
 with open(out, "wb") as f:
     f.write(proof.to_bytes())
 print(plan.chunking(0), flush=True)
+
+if jax.process_count() == 1:  # a statement of whole tables: they take the devices in turn
+    from jaxstark.examples.machine import machine_example
+
+    tables = machine_example(6, bits=4)
+    small = js.StarkConfig(blowup=2, num_queries=10, grinding_bits=2, fri_final_degree=4)
+    machine_plan = js.plan([(air, t) for air, t, _ in tables], config=small)
+    print(*(f"{u.name} on {u.device}" for u in machine_plan.tables), sep="\n", flush=True)
+    machine = js.prove(tables, config=small)
+    assert js.verify([air for air, _, _ in tables], machine.to_bytes(), config=small)
+    print("machine verified", flush=True)

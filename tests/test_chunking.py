@@ -135,11 +135,14 @@ def _finish(proc, out) -> tuple[bytes, str]:
 
 def test_groups_split_over_4_host_devices_give_the_same_proof(tmp_path, alu14, chunked):
     """Two groups of 8 chunks, each split over a mesh of 4 host devices (2 chunks per device):
-    the same bytes as the proof on one device."""
+    the same bytes as the proof on one device. Whole tables take the devices in turn."""
     air, _, public = alu14
     data, stdout = _finish(*_child(tmp_path, "spread", 4))
     assert "8 at a time under vmap (2 groups, each group split over 4 devices (cpu:0+1+2+3)" in stdout, stdout
     assert data == chunked.to_bytes()
+    # the machine's three whole tables on three devices, and its proof verifies (in the child)
+    assert {"Alu on cpu:0", "Program on cpu:1", "RangeTable on cpu:2"} <= set(stdout.splitlines()), stdout
+    assert "machine verified" in stdout
     assert js.verify(air, data, public, cfg())
 
 

@@ -365,6 +365,11 @@ def _plan_units(airs, log_ns, config, device, chunks, groups) -> Plan:
             )
         if d > 1:
             meshes[i] = Mesh(np.array(spread[:d]), (CHUNK_AXIS,))
+    # whole tables take this process's devices in turn (each holds its own tables' buffers)
+    local = [d for d in spread if d.process_index == jax.process_index()]
+    whole = [i for i, u in enumerate(us) if not u.split and devices[i] == default]
+    for n, i in enumerate(whole):
+        devices[i] = local[n % len(local)]
     budgets = {}
     for i in (None, *devices):
         dev = default if i is None else devices[i]
