@@ -53,10 +53,9 @@ split table and the caller's trace. The price is one more trace (and aux) commit
 from __future__ import annotations
 
 import dataclasses
-import os
 
 from jaxstark.air import AIR, Val
-from jaxstark.config import StarkConfig
+from jaxstark.config import StarkConfig, env_knob
 
 __all__ = [
     "Unit",
@@ -91,36 +90,26 @@ class Unit:
         n = 1 << self.log_rows
         return slice(self.chunk * n, (self.chunk + self.count) * n)
 
+    @property
+    def words(self) -> str:
+        """``""`` for a whole table, else `` chunk 5`` or `` chunks 4-7``."""
+        if not self.split:
+            return ""
+        return f" chunk {self.chunk}" if self.count == 1 else f" chunks {self.chunk}-{self.chunk + self.count - 1}"
+
 
 def max_chunk_log(config: StarkConfig) -> int | str | None:
     """The chunk-height cap (log2 rows) from the environment or the config; ``"auto"``; or None
     (no cap)."""
-    env = os.environ.get(CHUNK_ENV)
-    if env is not None and env.strip():
-        if env.strip() == "auto":
-            return "auto"
-        try:
-            value = int(env)
-        except ValueError:
-            raise ValueError(f"{CHUNK_ENV}={env!r} is not an integer (log2 of the chunk height) or 'auto'") from None
-        if not 1 <= value <= 31:
-            raise ValueError(f"{CHUNK_ENV}={env!r} must be in [1, 31] (log2 of the chunk height) or 'auto'")
-        return value
-    return config.max_chunk_rows_log2
+    meaning = "an integer in [1, 31] (log2 of the chunk height) or 'auto'"
+    env = env_knob(CHUNK_ENV, int, lambda v: 1 <= v <= 31, meaning, keywords=("auto",))
+    return config.max_chunk_rows_log2 if env is None else env
 
 
 def chunk_group(config: StarkConfig) -> int | None:
     """Chunks per ``vmap`` group from the environment or the config; None: the planner's choice."""
-    env = os.environ.get(GROUP_ENV)
-    if env is not None and env.strip():
-        try:
-            value = int(env)
-        except ValueError:
-            raise ValueError(f"{GROUP_ENV}={env!r} is not an integer (chunks per group)") from None
-        if value < 1 or value & (value - 1):
-            raise ValueError(f"{GROUP_ENV}={env!r} must be a power of two >= 1 (chunks per group)")
-        return value
-    return config.chunk_group
+    env = env_knob(GROUP_ENV, int, lambda v: v >= 1 and not v & (v - 1), "a power of two >= 1 (chunks per group)")
+    return config.chunk_group if env is None else env
 
 
 def check_chunkable(air: AIR, where: str) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable
 
 import equinox as eqx
 
 from jaxstark.hash.interface import HASHES
 
-__all__ = ["StarkConfig"]
+__all__ = ["StarkConfig", "env_knob"]
 
 FIELD_BITS = 64 * 3  # challenges live in the cubic extension, |F| ~ 2^192
 # Cap on the claimed level: the field size less 64 bits of slack for the out-of-domain and
@@ -107,3 +109,23 @@ class StarkConfig(eqx.Module):
 
     def fingerprint(self) -> str:
         return f"b{self.blowup}/q{self.num_queries}/g{self.grinding_bits}/f{self.fri_final_degree}/{self.hash}"
+
+
+def env_knob(
+    name: str, convert: Callable[[str], object], valid: Callable, meaning: str, keywords: tuple[str, ...] = ()
+):
+    """The value of environment knob ``name``: None when unset or blank, one of ``keywords`` as
+    given, else ``convert(text)`` checked by ``valid``; a bad value raises ValueError naming the
+    variable and ``meaning`` (what a good value is)."""
+    text = os.environ.get(name)
+    if text is None or not text.strip():
+        return None
+    if text.strip() in keywords:
+        return text.strip()
+    try:
+        value = convert(text)
+    except ValueError:
+        raise ValueError(f"{name}={text!r} is not {meaning}") from None
+    if not valid(value):
+        raise ValueError(f"{name}={text!r} must be {meaning}")
+    return value

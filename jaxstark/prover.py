@@ -20,6 +20,7 @@ published; the verifier checks that each bus sums to zero over the tables.
 
 from __future__ import annotations
 
+import collections
 import functools
 import warnings
 from collections.abc import Sequence
@@ -29,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxstark.air import AIR, Val
-from jaxstark.chunking import chunk_log, slots, units
+from jaxstark.chunking import chunk_log, units
 from jaxstark.config import StarkConfig
 from jaxstark.errors import AirViolation, ShapeError
 from jaxstark.field import goldilocks as gl
@@ -273,6 +274,7 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
     chunks = tuple(chunks) or (0,) * len(airs)
     us = units(tuple(log_ns), chunks, groups)
     statement = dict(airs=tuple(airs), config=config, log_ns=tuple(log_ns), chunks=chunks if any(chunks) else ())
+    table_publics = tuple(publics)
     airs = [airs[u.table] for u in us]
     publics = tuple(publics[u.table] for u in us)
     traces = [ex.chunk(traces[u.table], u, i) if u.split else traces[u.table] for i, u in enumerate(us)]
@@ -280,11 +282,11 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
     n = len(us)
     # a split table's chunks share one set of domain tables; with more than one group, a group's
     # commitments are dropped once its roots are absorbed and computed again for rounds 2-5
-    per_table = [sum(1 for v in us if v.table == u.table) for u in us]
-    again = [u.split and per_table[i] > 1 for i, u in enumerate(us)]
+    per_table = collections.Counter(u.table for u in us)
+    again = [u.split and per_table[u.table] > 1 for u in us]
     domains, shared = [], {}
     for i, u in enumerate(us):
-        ex.hold(f"{unit_name(u)}: trace (caller's)", traces[i], i, until_end=True)
+        ex.hold(f"table {u.table}{u.words}: trace (caller's)", traces[i], i, until_end=True)
         if not u.split:
             domains.append(ex.domain(i, u.log_rows, config.blowup))
             ex.hold(f"table {u.table}: domain tables", domains[-1], i)
@@ -293,7 +295,6 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
                 shared[u.table] = ex.domain(i, u.log_rows, config.blowup)
                 ex.hold(f"table {u.table}: domain tables (all chunks)", shared[u.table], i, until_end=True)
             domains.append(shared[u.table])
-    table_publics = tuple(publics[[u.table for u in us].index(t)] for t in range(len(chunks)))
     tr = ex.run(None, "statement", initial_transcript, (table_publics,), statement)
     mains = []
     for i, u in enumerate(us):
@@ -360,24 +361,11 @@ def _spread(unit, n: int) -> tuple | None:
 def _fork_indices(us, chunks) -> list:
     """Per unit, the index of its transcript fork (a table's or chunk's position in statement
     order, :func:`jaxstark.chunking.slots`): an int, or an array of the group's indices."""
-    first = {}
-    for s, (t, j) in enumerate(slots(chunks)):
-        first.setdefault((t, j), s)
+    start = np.cumsum([0, *(1 << k for k in chunks)])  # each table's first slot
+    first = [int(start[u.table]) + u.chunk for u in us]
     return [
-        np.arange(first[(u.table, u.chunk)], first[(u.table, u.chunk)] + u.count, dtype=np.uint64)
-        if u.split
-        else np.uint64(first[(u.table, 0)])
-        for u in us
+        np.arange(f, f + u.count, dtype=np.uint64) if u.split else np.uint64(f) for f, u in zip(first, us, strict=True)
     ]
-
-
-def unit_name(unit) -> str:
-    """``table 0``, ``table 0 chunk 5`` or ``table 0 chunks 4-7``."""
-    if not unit.split:
-        return f"table {unit.table}"
-    if unit.count == 1:
-        return f"table {unit.table} chunk {unit.chunk}"
-    return f"table {unit.table} chunks {unit.chunk}-{unit.chunk + unit.count - 1}"
 
 
 def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, challenges, tr, debug) -> list | None:

@@ -21,6 +21,7 @@ naming the table (or the bus); malformed input of any kind is a rejection, never
 
 from __future__ import annotations
 
+import collections
 import functools
 from collections.abc import Sequence
 
@@ -136,7 +137,7 @@ def _verify(statement, proof: Proof, config: StarkConfig) -> None:
     want = sum(1 << k for k in layout)
     if not isinstance(proof.tables, tuple) or len(proof.tables) != want:
         _reject("tables", f"the proof has {len(proof.tables)} table proofs; its chunk layout needs {want}")
-    us = [Unit(t, j, 0) for t, j in slots(layout)]  # heights are read from the table proofs
+    us = [Unit(t, j, 0, split=bool(layout[t])) for t, j in slots(layout)]  # heights: from the table proofs
     for t, ((air, _, _), k) in enumerate(zip(statement, layout, strict=True)):
         if k:
             try:
@@ -146,10 +147,12 @@ def _verify(statement, proof: Proof, config: StarkConfig) -> None:
     checked = []
     for u, table in zip(us, proof.tables, strict=True):
         air, pub, pin = statement[u.table]
-        label = f"{u.table}" + (f" chunk {u.chunk}" if layout[u.table] else "")
-        checked.append(_check_table(label, air, pub, None if pin is None else pin - layout[u.table], table, config))
-    for t in range(len(layout)):
-        heights = {log_n for u, (log_n, _, _) in zip(us, checked, strict=True) if u.table == t}
+        pin = None if pin is None else pin - layout[u.table]
+        checked.append(_check_table(f"{u.table}{u.words}", air, pub, pin, table, config))
+    heights_of = collections.defaultdict(set)
+    for u, (log_n, _, _) in zip(us, checked, strict=True):
+        heights_of[u.table].add(log_n)
+    for t, heights in heights_of.items():
         if len(heights) != 1:
             _reject("chunks", f"table {t}: the chunks have different heights {sorted(heights)}")
     unit_airs = tuple(statement[u.table][0] for u in us)
@@ -175,7 +178,7 @@ def _verify(statement, proof: Proof, config: StarkConfig) -> None:
     # -- 2.-5. each unit on its fork ------------------------------------------------------------
     for i, (u, (log_n, public, arrays)) in enumerate(zip(us, checked, strict=True)):
         air = unit_airs[i]
-        where = f"table {u.table}" + (f" chunk {u.chunk}" if layout[u.table] else "") + f" ({air.name}): "
+        where = f"table {u.table}{u.words} ({air.name}): "
         try:
             _verify_table(air, config, log_n, public, fork_table(tr, jnp.asarray(np.uint64(i))), challenges, arrays)
         except InvalidProof as exc:

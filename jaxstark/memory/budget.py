@@ -35,6 +35,8 @@ import os
 
 import jax
 
+from jaxstark.config import env_knob
+
 __all__ = [
     "Budget", "device_budget", "live_memory", "allocator_posture", "headroom", "HEADROOM", "HEADROOM_GROWTH",
     "ENV_BUDGET",
@@ -85,15 +87,9 @@ def headroom() -> tuple[float, str]:
 def device_budget(device: jax.Device, config_mb: float | None = None) -> Budget:
     """The budget for ``device`` (see the module docstring for the order of sources)."""
     where = _describe(device)
-    env = os.environ.get(ENV_BUDGET)
-    if env is not None and env.strip():
-        try:
-            mb = float(env)
-        except ValueError:
-            raise ValueError(f"{ENV_BUDGET}={env!r} is not a number of MiB") from None
-        if not mb > 0:
-            raise ValueError(f"{ENV_BUDGET}={env!r} must be a positive number of MiB")
-        return Budget(int(mb * MIB), f"{ENV_BUDGET}={env}", where)
+    mb = env_knob(ENV_BUDGET, float, lambda v: v > 0, "a positive number of MiB")
+    if mb is not None:
+        return Budget(int(mb * MIB), f"{ENV_BUDGET}={os.environ[ENV_BUDGET]}", where)
     if config_mb is not None:
         return Budget(int(config_mb * MIB), f"StarkConfig.vram_budget_mb={config_mb}", where)
     stats = _memory_stats(device)

@@ -168,6 +168,14 @@ class _Executor:
     def placements(self, table: int | None, args: tuple, axes: tuple | None):
         return placements(args, axes, self.meshes.get(table), self.device(table))
 
+    def _round(self, table: int | None, fn: Callable, args: tuple, static: dict, axes: tuple | None, vmap: bool):
+        """What ``run`` calls and how its arguments are placed: ``fn`` (vmapped over ``axes``
+        unless the round batches itself), its statics, the arguments' shardings."""
+        shardings = self.placements(table, args, axes)
+        if axes is not None and vmap:
+            fn, static = grouped(fn, static, axes), {}
+        return fn, static, shardings
+
     def _host_domain(self, log_n: int, blowup: int):
         from jaxstark.rounds.domain import make_domain
 
@@ -228,9 +236,7 @@ class Planner(_Executor):
         takes a group of row chunks along these axes of its arguments -- run it under ``vmap``
         (unless ``vmap`` is False: the round batches itself) and, when the unit is spread over
         a mesh, split those arguments over its devices."""
-        shardings = self.placements(table, args, axes)
-        if axes is not None and vmap:
-            fn, static = grouped(fn, static, axes), {}
+        fn, static, shardings = self._round(table, fn, args, static, axes, vmap)
         exe = compiled_for(fn, static, args, shardings)
         mem = exe.memory_analysis()
         counted, passed = int(mem.argument_size_in_bytes), _nbytes(jax.tree.map(_sds, args, shardings))
@@ -285,9 +291,7 @@ class Runner(_Executor):
         self, table: int | None, name: str, fn: Callable, args: tuple, static: dict, axes: tuple | None = None,
         vmap: bool = True,
     ):  # fmt: skip
-        shardings = self.placements(table, args, axes)
-        if axes is not None and vmap:
-            fn, static = grouped(fn, static, axes), {}
+        fn, static, shardings = self._round(table, fn, args, static, axes, vmap)
         args = _put(args, shardings)
         exe = compiled_for(fn, static, args, shardings)
         _DISPATCHES[name] = _DISPATCHES.get(name, 0) + 1

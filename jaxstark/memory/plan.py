@@ -98,7 +98,8 @@ class Plan:
         if not k:
             return ""
         mine = [u for u in self.tables if u.table == table]
-        peak = max(self.table_peak(u.index) for u in mine)
+        indices = {u.index for u in mine}
+        peak = max(r.total for r in self.rounds if r.table in indices)
         g = 1 << self.groups[table]
         mesh = self.meshes.get(mine[0].index)
         spread = f", each group split over {mesh.devices.size} devices ({mine[0].device})" if mesh is not None else ""
@@ -175,8 +176,8 @@ class Plan:
         for dev, budget in self.budgets.items():
             lines.append(f"budget {dev}: {budget}")
         for t in range(len(self.chunks)):
-            if self.chunking(t):
-                lines.append(f"statement table {t} {self.chunking(t)}")
+            if words := self.chunking(t):
+                lines.append(f"statement table {t} {words}")
         for t in self.tables:
             lines.append(f"unit {t.index} {t.name}: {t.shape} on {t.device}{' -- ' + t.policy if t.policy else ''}")
         lines.append(f"rounds 2-5 in table order {list(self.order)}")
@@ -195,16 +196,31 @@ class Plan:
         return "\n".join(lines)
 
 
-def _devices(airs, log_ns, config: StarkConfig, device: jax.Device | None):
-    default = device or _target_device()
-    devices, policies = {}, {}
-    for i, log_n in enumerate(log_ns):
-        if default.platform != "cpu" and log_n < config.device_row_floor_log2:
+def _placement(us, airs, config: StarkConfig, default: jax.Device, spread: tuple):
+    """Where each unit runs: below the row floor, on the CPU by policy; a group of chunks, split
+    over as many devices of ``spread`` as it has chunks (a mesh); a whole table, on this process's
+    devices in turn (each holds its own tables' buffers). Returns (devices: the unit's device,
+    the first of its mesh; meshes; policies)."""
+    local = [d for d in spread if d.process_index == jax.process_index()]
+    devices, meshes, policies, whole = {}, {}, {}, 0
+    for i, u in enumerate(us):
+        devices[i], policies[i] = default, ""
+        if default.platform != "cpu" and u.log_rows < config.device_row_floor_log2:
             devices[i] = jax.local_devices(backend="cpu")[0]
             policies[i] = f"below the row floor 2^{config.device_row_floor_log2}: runs on the CPU by policy"
+        elif u.split:
+            d = 1 << (min(len(spread), u.count).bit_length() - 1)
+            if jax.process_count() > 1 and d < len(spread):
+                raise ValueError(
+                    f"plan: table {u.table} ({airs[u.table].name}) is proven in groups of {u.count} chunk(s), fewer "
+                    f"than the {len(spread)} devices of the {jax.process_count()} processes: under jax.distributed "
+                    "every group is split over all of them; split the table into more chunks or fix chunk_group"
+                )
+            if d > 1:
+                meshes[i] = Mesh(np.array(spread[:d]), (CHUNK_AXIS,))
         else:
-            devices[i], policies[i] = default, ""
-    return default, devices, policies
+            devices[i], whole = local[whole % len(local)], whole + 1
+    return devices, meshes, policies
 
 
 def _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order) -> list[RoundMemory]:
@@ -350,26 +366,8 @@ def _one_group_fits(airs, log_ns, config, device, chunks, least) -> bool:
 def _plan_units(airs, log_ns, config, device, chunks, groups) -> Plan:
     us = units(tuple(log_ns), chunks, groups)
     unit_airs = tuple(airs[u.table] for u in us)
-    unit_logs = tuple(u.log_rows for u in us)
-    target, spread = device
-    default, devices, policies = _devices(unit_airs, unit_logs, config, target)
-    meshes = {}
-    for i, u in enumerate(us):  # a group is split over as many devices as it has chunks, at most all
-        d = min(len(spread), u.count) if u.split and devices[i] == default else 1
-        d = 1 << (d.bit_length() - 1)
-        if u.split and jax.process_count() > 1 and d < len(spread):
-            raise ValueError(
-                f"plan: table {u.table} ({airs[u.table].name}) is proven in groups of {u.count} chunk(s), fewer than "
-                f"the {len(spread)} devices of the {jax.process_count()} processes: under jax.distributed every group "
-                "is split over all of them; split the table into more chunks or fix chunk_group"
-            )
-        if d > 1:
-            meshes[i] = Mesh(np.array(spread[:d]), (CHUNK_AXIS,))
-    # whole tables take this process's devices in turn (each holds its own tables' buffers)
-    local = [d for d in spread if d.process_index == jax.process_index()]
-    whole = [i for i, u in enumerate(us) if not u.split and devices[i] == default]
-    for n, i in enumerate(whole):
-        devices[i] = local[n % len(local)]
+    default, spread = device
+    devices, meshes, policies = _placement(us, airs, config, default, spread)
     budgets = {}
     for i in (None, *devices):
         dev = default if i is None else devices[i]
@@ -384,7 +382,10 @@ def _plan_units(airs, log_ns, config, device, chunks, groups) -> Plan:
     statement = tuple(range(len(us)))
     best_order, best = statement, run(statement)
     if len(us) > 1:
-        weight = {i: max(r.total for r in best if r.table == i) for i in statement}
+        weight = dict.fromkeys(statement, 0)
+        for r in best:
+            if r.table is not None:
+                weight[r.table] = max(weight[r.table], r.total)
         heavy_first = tuple(sorted(statement, key=lambda i: -weight[i]))
         for order in (heavy_first, heavy_first[::-1]):
             if order != best_order:
@@ -392,19 +393,12 @@ def _plan_units(airs, log_ns, config, device, chunks, groups) -> Plan:
                 if worst(rounds) < worst(best):
                     best_order, best = order, rounds
     tables = tuple(
-        TablePlan(i, air.name + _chunk_words(u, chunks), u.log_rows, air.width, air.num_aux_columns, config.blowup,
-                  device_label(meshes.get(i), devices[i]), policies[i], u.table, u.count)
+        TablePlan(i, air.name + u.words + (f" of {1 << chunks[u.table]}" if u.split else ""), u.log_rows, air.width,
+                  air.num_aux_columns, config.blowup, device_label(meshes.get(i), devices[i]), policies[i], u.table,
+                  u.count)
         for i, (air, u) in enumerate(zip(unit_airs, us, strict=True))
     )  # fmt: skip
     return Plan(tables, tuple(best), budgets, best_order, devices, default, tuple(chunks), tuple(groups), meshes)
-
-
-def _chunk_words(u, chunks) -> str:
-    if not u.split:
-        return ""
-    if u.count == 1:
-        return f" chunk {u.chunk} of {1 << chunks[u.table]}"
-    return f" chunks {u.chunk}-{u.chunk + u.count - 1} of {1 << chunks[u.table]}"
 
 
 def plan(
