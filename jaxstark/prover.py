@@ -23,7 +23,7 @@ from __future__ import annotations
 import collections
 import functools
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -209,6 +209,7 @@ def prove(
     debug: bool = False,
     device: jax.Device | None = None,
     devices: Sequence[jax.Device] | None = None,
+    progress: Callable | None = None,
 ) -> Proof:
     """Prove that ``trace`` (``uint64[n, air.width]``, n a power of two >= 2) satisfies ``air``
     with ``public_inputs``; or, given a list of tables ``[(air, trace[, public_inputs]), ...]``
@@ -224,13 +225,17 @@ def prove(
     whole tables take this process's ``devices`` in turn.
 
     ``debug=True`` first checks every constraint of every table and every bus, and names the
-    first failing constraint and row, or the unbalanced bus and a witness tuple."""
+    first failing constraint and row, or the unbalanced bus and a witness tuple. ``progress``
+    is called with a :class:`~jaxstark.progress.RoundEvent` as each round starts and ends
+    (:class:`~jaxstark.progress.TerminalProgress` displays them)."""
     from jaxstark.memory.executor import Runner
     from jaxstark.memory.plan import plan_checked
 
     config = config or StarkConfig()
     if not isinstance(config, StarkConfig):
         raise TypeError(f"prove: config must be a StarkConfig, got {type(config).__name__}")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"prove: progress must be a callable taking a RoundEvent, got {type(progress).__name__}")
     tables = _tables(air, trace, public_inputs)
     checked = [_checked(i, a, t, p, config) for i, (a, t, p) in enumerate(tables)]
     airs = tuple(a for a, _, _ in tables)
@@ -239,9 +244,11 @@ def prove(
             check_trace(a, t, p)
         check_buses([(a, t) for a, (t, _, _) in zip(airs, checked, strict=True)])
     log_ns = tuple(log_n for _, log_n, _ in checked)
-    the_plan = plan_checked(airs, log_ns, config, device, table_chunks(airs, log_ns, config, "prove"), devices)
+    chunks = table_chunks(airs, log_ns, config, "prove")
+    the_plan = plan_checked(airs, log_ns, config, device, chunks, devices, progress)
     the_plan.admit()  # raises DeviceBudgetExceeded before any dispatch
-    runner = Runner(the_plan.devices, the_plan.default_device, the_plan.diagnostic, the_plan.meshes)
+    watch = None if progress is None else (progress, the_plan)
+    runner = Runner(the_plan.devices, the_plan.default_device, the_plan.diagnostic, the_plan.meshes, watch)
     traces = [t for t, _, _ in checked]
     publics = tuple(p for _, _, p in checked)
     chunks, groups = the_plan.chunks, the_plan.groups

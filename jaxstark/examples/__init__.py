@@ -10,7 +10,9 @@
 
 ``EXAMPLES[name](log_n, seed=0)`` returns ``(air, trace, public_inputs)`` with ``trace`` a
 ``uint64[2^log_n, air.width]`` JAX array; ``example_tables(name, log_n)`` returns any example,
-the machine included, as a list of such tables (what :func:`jaxstark.prove` takes).
+the machine included, as a list of such tables (what :func:`jaxstark.prove` takes), and
+``example_shapes(name, log_n)`` its ``(air, log2 rows)`` pairs without building traces (what
+:func:`jaxstark.plan` takes).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ __all__ = [
     "EXAMPLES",
     "TABLE_EXAMPLES",
     "example_tables",
+    "example_shapes",
 ]
 
 EXAMPLES: dict[str, Callable[..., tuple[AIR, jnp.ndarray, tuple[int, ...]]]] = {
@@ -60,3 +63,14 @@ def example_tables(name: str, log_n: int, seed: int = 0) -> list[tuple[AIR, jnp.
     if name not in EXAMPLES:
         raise ValueError(f"unknown example {name!r}; choose from {list(TABLE_EXAMPLES)}")
     return [EXAMPLES[name](log_n, seed)]
+
+
+def example_shapes(name: str, log_n: int) -> list[tuple[AIR, int]]:
+    """The ``(air, log2 rows)`` of each table of ``example_tables(name, log_n)``, without
+    building the traces."""
+    airs = {"fibonacci": Fibonacci, "alu": Alu, "wide": WideRounds}
+    if name == "machine":
+        return [(Alu(bus=True), log_n), (Program(), max(1, log_n - 2)), (RangeTable(bits=8), 8)]
+    if name not in airs:
+        raise ValueError(f"unknown example {name!r}; choose from {list(TABLE_EXAMPLES)}")
+    return [(airs[name](), log_n)]

@@ -16,10 +16,12 @@ the resident buffers it does not take as arguments plus XLA's figure for the rou
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import os
 import sys
+import time
 from collections.abc import Callable
 
 import jax
@@ -27,6 +29,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
 from jaxstark.errors import DeviceFailure
+from jaxstark.progress import RoundEvent
 
 __all__ = [
     "Planner", "Runner", "RoundMemory", "dispatch_count", "compiled_for", "placements", "FALLBACK_ENV", "CHUNK_AXIS",
@@ -38,6 +41,8 @@ _COMPILED: dict = {}  # signature -> compiled executable (shared by every plan a
 _GROUPED: dict = {}  # (round, statics, vmap axes) -> jitted vmapped round
 _DISPATCHES: dict[str, int] = {}  # round name -> executables dispatched
 _BANNER_SHOWN = [False]
+# the callback that hears of every round the planner compiles (jaxstark.progress; set by plan_checked)
+PLANNING: contextvars.ContextVar = contextvars.ContextVar("jaxstark_planning_progress", default=None)
 
 
 def dispatch_count(name: str | None = None) -> int:
@@ -111,13 +116,18 @@ def grouped(fn, static: dict, axes: tuple):
 
 def compiled_for(fn, static: dict, args: tuple, shardings):
     """The executable of ``fn`` for these argument shapes and placements (compiled once)."""
+    return _compiled(fn, static, args, shardings)[0]
+
+
+def _compiled(fn, static: dict, args: tuple, shardings):
+    """(the executable, whether this call compiled it)."""
     key = _signature(fn, static, args, shardings)
     exe = _COMPILED.get(key)
-    if exe is None:
-        abstract = jax.tree.map(_sds, args, shardings)
-        exe = fn.lower(*abstract, **static).compile()
-        _COMPILED[key] = exe
-    return exe
+    if exe is not None:
+        return exe, False
+    abstract = jax.tree.map(_sds, args, shardings)
+    exe = _COMPILED[key] = fn.lower(*abstract, **static).compile()
+    return exe, True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,7 +247,9 @@ class Planner(_Executor):
         (unless ``vmap`` is False: the round batches itself) and, when the unit is spread over
         a mesh, split those arguments over its devices."""
         fn, static, shardings = self._round(table, fn, args, static, axes, vmap)
-        exe = compiled_for(fn, static, args, shardings)
+        start = time.perf_counter()
+        exe, fresh = _compiled(fn, static, args, shardings)
+        compiled = time.perf_counter() - start
         mem = exe.memory_analysis()
         counted, passed = int(mem.argument_size_in_bytes), _nbytes(jax.tree.map(_sds, args, shardings))
         if counted < passed:
@@ -270,6 +282,10 @@ class Planner(_Executor):
                 fixed,
             )
         )
+        if fresh and (callback := PLANNING.get()) is not None:
+            unit = "all tables" if table is None else f"unit {table}"
+            callback(RoundEvent(len(self.rounds), 0, unit, name, self.label(table), self.rounds[-1].total, compiled,
+                                "plan"))  # fmt: skip
         self.hold(f"{'shared' if table is None else f'table {table}'}: {name}", out, table)
         return out
 
@@ -279,9 +295,11 @@ class Runner(_Executor):
 
     concrete = True
 
-    def __init__(self, devices, default, diagnostic: Callable[[int | None, str], str], meshes=None):
+    def __init__(self, devices, default, diagnostic: Callable[[int | None, str], str], meshes=None, progress=None):
         super().__init__(devices, default, meshes)
         self.diagnostic = diagnostic
+        # progress: (callback, the plan) -- the callback gets a RoundEvent as each round starts and ends
+        self.progress, self.step = progress, 0
 
     def domain(self, table: int, log_n: int, blowup: int):
         host = self._host_domain(log_n, blowup)
@@ -295,6 +313,8 @@ class Runner(_Executor):
         args = _put(args, shardings)
         exe = compiled_for(fn, static, args, shardings)
         _DISPATCHES[name] = _DISPATCHES.get(name, 0) + 1
+        event = self._event(table, name)
+        start = time.perf_counter()
         try:
             out = jax.block_until_ready(exe(*args))
         except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
@@ -306,7 +326,24 @@ class Runner(_Executor):
             with jax.default_device(jax.local_devices(backend="cpu")[0]):
                 host_args = jax.device_put(jax.device_get(args), jax.local_devices(backend="cpu")[0])
                 out = jax.device_put(jax.block_until_ready(fn(*host_args, **static)), exe.output_shardings)
+        if event is not None:
+            self.progress[0](dataclasses.replace(event, seconds=time.perf_counter() - start))
         return out
+
+    def _event(self, table: int | None, name: str):
+        """The progress event of the round starting now (sent), or None without a callback."""
+        self.step += 1
+        if self.progress is None:
+            return None
+        callback, plan = self.progress
+        planned = plan.rounds[self.step - 1]
+        if (planned.table, planned.name) != (table, name):
+            raise RuntimeError(f"round {self.step} is {name!r} of unit {table}; the plan has {planned.name!r} of "
+                               f"unit {planned.table}")  # fmt: skip
+        unit = "all tables" if table is None else plan.tables[table].name
+        event = RoundEvent(self.step, len(plan.rounds), unit, name, planned.device, planned.total)
+        callback(event)
+        return event
 
     def host(self, tree):
         """``tree``'s arrays on the host, gathered from every process when they are spread over

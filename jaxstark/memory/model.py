@@ -166,6 +166,8 @@ class TableModel:
     blowup: int
     backend: str
     rounds: tuple[ModelRound, ...]
+    chunks_log2: int = 0  # the table is split into 2^chunks_log2 chunks of 2^log_n rows ...
+    group: int = 1  # ... and this models one group of that many chunks under vmap
 
     @property
     def binding(self) -> ModelRound:
@@ -178,13 +180,27 @@ class TableModel:
     def round(self, name: str) -> ModelRound:
         return next(r for r in self.rounds if r.name == name)
 
+    def to_dict(self) -> dict:
+        """The model as plain data (``jaxstark plan --model --json``)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "rounds"}
+        rounds = [
+            dict(round=r.name, terms=r.terms(), held_before=r.held_bytes, arguments=r.argument_bytes,
+                 outputs=r.output_bytes, temporaries=r.temporaries, total=r.total)
+            for r in self.rounds
+        ]  # fmt: skip
+        fit = FIT_QUALITY.get(self.backend, "custom")
+        return dict(fields, rounds=rounds, binding=self.binding.name, peak_bytes=self.peak, fit_quality=fit)
+
     def __str__(self) -> str:
         from jaxstark.memory.plan import _size
 
         aux = f" + {self.aux_columns} aux" if self.aux_columns else ""
         head = f"{'round':18}" + "".join(f" {c:>12}" for c in ("held before", "arguments", "outputs", "temporaries"))
         head += f" {'device set':>12}"
-        lines = [f"model ({self.backend}): 2^{self.log_n} rows x {self.width} main{aux} @ blowup {self.blowup}", head]
+        rows = f"2^{self.log_n} rows"
+        if self.chunks_log2:
+            rows = f"{self.group} of {1 << self.chunks_log2} chunks of 2^{self.log_n} rows (vmap)"
+        lines = [f"model ({self.backend}): {rows} x {self.width} main{aux} @ blowup {self.blowup}", head]
         b = self.binding
         for r in self.rounds:
             values = (r.held_bytes, r.argument_bytes, r.output_bytes, r.temporaries, r.total)
@@ -207,12 +223,21 @@ def model(
     public_inputs: int | None = None,
     backend: str | None = None,
     coeffs: dict[str, tuple[dict[str, float], ...]] | None = None,
+    chunk_rows_log2: int | None = None,
+    group: int = 1,
 ) -> TableModel:
     """Every round's device set for one table of ``2^log_n`` rows proved alone: ``air`` gives the
     width, aux columns, composition parts, buses and public inputs, or pass them with
     ``air=None`` for a hypothetical table (unset: no aux columns, one part). ``backend`` picks
     the fitted temporaries (``"gpu"`` or ``"cpu"``; default: JAX's default backend, see
-    :data:`FIT_QUALITY` for how well each fits); ``coeffs`` overrides them."""
+    :data:`FIT_QUALITY` for how well each fits); ``coeffs`` overrides them.
+
+    With ``chunk_rows_log2=h`` the table is split into chunks of ``2^h`` rows
+    (:mod:`jaxstark.chunking`) and the model is that of one group of ``group`` chunks proven
+    together under ``vmap`` (on one device): the caller's whole trace and one set of domain
+    tables of the chunk's height are held, every other buffer and the temporaries are
+    ``group`` times a chunk's (an estimate: XLA's temporaries of a vmapped round were fitted on
+    single tables)."""
     if backend is None:
         import jax
 
@@ -231,19 +256,30 @@ def model(
         if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name in ("width", "parts") else 0):
             raise ValueError(f"model: {name} must be a {'positive' if name in ('width', 'parts') else 'non-negative'} "
                              f"int, got {value!r}")  # fmt: skip
+    rows_log2 = log_n
+    if chunk_rows_log2 is not None:
+        h = chunk_rows_log2
+        if isinstance(h, bool) or not isinstance(h, int) or not 1 <= h <= log_n:
+            raise ValueError(f"model: chunk_rows_log2 must be an int in [1, log_n={log_n}], got {chunk_rows_log2!r}")
+        log_n = chunk_rows_log2
+    chunks = 1 << (rows_log2 - log_n)
+    if isinstance(group, bool) or not isinstance(group, int) or group < 1 or group & (group - 1) or group > chunks:
+        raise ValueError(f"model: group must be a power of two in [1, {chunks}] (the chunks), got {group!r}")
+    g = group
     n, q = 1 << log_n, config.num_queries
     size, log_size = n * config.blowup, log_n + config.log_blowup
     feats = features(log_n, config.blowup, c, a, p, config.grinding_bits)
 
     def temps(name: str) -> int:
-        return round(max((sum(x * feats[f] for f, x in form.items()) for form in coeffs.get(name, ())), default=0))
+        return g * round(max((sum(x * feats[f] for f, x in form.items()) for form in coeffs.get(name, ())), default=0))
 
-    def buf(name: str, nbytes: int, leaves: int = 1) -> _Buf:
-        return _Buf(name, nbytes, leaves)
+    def buf(name: str, nbytes: int, leaves: int = 1) -> _Buf:  # a chunk's buffer, for each chunk of the group
+        return _Buf(name, g * nbytes, leaves)
 
     trace = buf("trace (caller's)", 8 * n * c)
-    domain = buf("domain tables", 8 * (n + 2 * size + 2))
-    public = buf("public inputs", 8 * k)
+    others = _Buf("trace of the other chunks (caller's)", 8 * ((1 << rows_log2) - g * n) * c)
+    domain = _Buf("domain tables", 8 * (n + 2 * size + 2))
+    public = _Buf("public inputs", 8 * k)
     main = [buf("main LDE", 8 * size * c), buf("main coefficients", 8 * n * c), buf("main tree", 64 * size)]
     aux = [buf("aux LDE", 24 * size * a), buf("aux coefficients", 24 * n * a), buf("aux tree", 64 * size),
            buf("bus sums", 24 * buses), buf("degenerate flag", 1)] if a else []  # fmt: skip
@@ -259,7 +295,7 @@ def model(
     opened += sum(48 * q + 32 * q * (h.bit_length() - 1) for h in heights)
 
     rounds: list[ModelRound] = []
-    held: list[_Buf] = [trace, domain]
+    held: list[_Buf] = [trace, domain, *([others] if others.nbytes else [])]
     tr: list[_Buf | None] = [None]  # the current transcript (every round returns a new one)
 
     def step(name: str, args: list[_Buf], outs: list[_Buf]) -> None:
@@ -275,7 +311,7 @@ def model(
 
     step("statement", [public], [])
     step("trace commit", [trace, domain], main)
-    challenges = buf("LogUp challenges", 48)
+    challenges = _Buf("LogUp challenges", 48)
     if a:
         step("logup challenges", [], [challenges])
         step("aux commit", [trace, domain, challenges], aux)
@@ -285,4 +321,4 @@ def model(
     step("out-of-domain", [main[1], *aux[1:2], comp[0]], ood)
     step("DEEP + FRI", [domain, main[0], *aux[:1], comp[1], *ood], fri)
     step("queries", [*main, *aux, *comp, *fri], [buf("openings", opened, 8 + 2 * layers)])
-    return TableModel(log_n, c, a, p, config.blowup, backend, tuple(rounds))
+    return TableModel(log_n, c, a, p, config.blowup, backend, tuple(rounds), rows_log2 - log_n, g)

@@ -39,7 +39,7 @@ from jaxstark.chunking import chunk_group, units
 from jaxstark.config import StarkConfig
 from jaxstark.errors import DeviceBudgetExceeded, ShapeError
 from jaxstark.memory.budget import _POSTURE_VARS, ENV_BUDGET, Budget, allocator_posture, device_budget, live_memory
-from jaxstark.memory.executor import CHUNK_AXIS, Planner, RoundMemory, device_label
+from jaxstark.memory.executor import CHUNK_AXIS, PLANNING, Planner, RoundMemory, device_label
 from jaxstark.ntt import _target_device
 
 __all__ = ["Plan", "TablePlan", "plan", "plan_checked"]
@@ -131,6 +131,31 @@ class Plan:
         if r.aliased:
             out["aliased (counted twice above)"] = -r.aliased
         return out
+
+    def to_dict(self) -> dict:
+        """The plan as plain data (what ``jaxstark plan --json`` prints; bytes as ints): the
+        budgets, the units, every round term by term, the binding round, the peak, the verdict
+        and how each statement table is split."""
+        b = self.binding
+        units = [dict(dataclasses.asdict(t), shape=t.shape) for t in self.tables]
+        rounds = [
+            dict(unit=r.table, round=r.name, device=r.device, terms=self.terms(r), held_before=r.resident_bytes,
+                 arguments=r.arguments, outputs=r.outputs, temporaries=r.temporaries, aliased=r.aliased,
+                 total=r.total)
+            for r in self.rounds
+        ]  # fmt: skip
+        return dict(
+            fits=self.fits,
+            peak_bytes=b.total,
+            binding=dict(unit=b.table, round=b.name, device=b.device),
+            budgets={dev: dict(bytes=x.bytes, source=x.source, device=x.device) for dev, x in self.budgets.items()},
+            units=units,
+            order=list(self.order),
+            chunks_log2=list(self.chunks),
+            group_log2=list(self.groups),
+            chunking=[self.chunking(t) for t in range(len(self.chunks))],
+            rounds=rounds,
+        )
 
     def diagnostic(self, table: int | None, name: str) -> str:
         """Everything known about one round, for an error message."""
@@ -241,6 +266,7 @@ def plan_checked(
     device: jax.Device | None = None,
     chunks: tuple[int | None, ...] = (),
     devices: Sequence[jax.Device] | None = None,
+    progress=None,
 ) -> Plan:
     """The plan for already validated tables (what :func:`jaxstark.prove` calls); ``chunks``:
     per table, log2 of its number of row chunks, or None where the planner chooses
@@ -249,7 +275,8 @@ def plan_checked(
     ``chunk_group`` or the planner's choice. ``devices``: what a group of chunks is spread over
     (split along the group axis, :data:`~jaxstark.memory.executor.CHUNK_AXIS`); default
     ``[device]`` when a device is given, else every device of the target platform (of every
-    process)."""
+    process). ``progress`` hears of every round compiled (:mod:`jaxstark.progress`, phase
+    "plan"); a plan already made for these shapes is returned at once."""
     chunks = tuple(chunks) or (0,) * len(airs)
     fixed = chunk_group(config)
     default = device or _target_device()
@@ -261,7 +288,11 @@ def plan_checked(
     key = (tuple(airs), tuple(log_ns), config, default, spread, chunks, fixed,
            tuple(os.environ.get(name) for name in PLAN_ENV))  # fmt: skip
     if key not in _PLANS:
-        _PLANS[key] = _plan_checked(airs, log_ns, config, (default, spread), chunks, fixed)
+        token = PLANNING.set(progress)
+        try:
+            _PLANS[key] = _plan_checked(airs, log_ns, config, (default, spread), chunks, fixed)
+        finally:
+            PLANNING.reset(token)
     return _PLANS[key]
 
 
@@ -408,11 +439,13 @@ def plan(
     *,
     device: jax.Device | None = None,
     devices: Sequence[jax.Device] | None = None,
+    progress=None,
 ) -> Plan:
     """Plan a proof without running it: ``plan(air, rows, config)`` for one table or
     ``plan([(air, rows), ...], config=config)``, where ``rows`` is a trace (its shape is used)
     or the log2 of the row count. Compiles every round for its device (the executables are
-    reused by :func:`jaxstark.prove`); dispatches nothing."""
+    reused by :func:`jaxstark.prove`); dispatches nothing. ``progress`` is called with a
+    :class:`~jaxstark.progress.RoundEvent` for every round compiled."""
     from jaxstark.prover import check_shape, table_chunks
 
     config = config or StarkConfig()
@@ -437,4 +470,4 @@ def plan(
         airs.append(air)
         log_ns.append(log_n)
     chunks = table_chunks(airs, log_ns, config, "plan")
-    return plan_checked(tuple(airs), tuple(log_ns), config, device, chunks, devices)
+    return plan_checked(tuple(airs), tuple(log_ns), config, device, chunks, devices, progress)

@@ -1,0 +1,80 @@
+"""The ``jaxstark`` command (also ``python -m jaxstark``).
+
+* ``jaxstark`` with no subcommand: the demo -- plan, prove and verify an example (CPU by default);
+* ``jaxstark plan`` -- every round's device set, the binding round and the verdict
+  (:mod:`.plan`);
+* ``jaxstark prove`` / ``jaxstark verify`` -- proof files (:mod:`.prove`, statement files in
+  :mod:`.statement`);
+* ``jaxstark bench`` -- the benchmark suite (:mod:`.bench`).
+
+Options shared by the subcommands and the exit codes live in :mod:`.common`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from jaxstark.cli import bench, plan, prove
+from jaxstark.cli.common import DEVICE_FAILURE, EXIT_CODES, OVER_BUDGET, USAGE, CliError
+
+__all__ = ["main"]
+
+COMMANDS = ("plan", "prove", "verify", "bench", "demo")
+
+DESCRIPTION = """jaxstark: a STARK prover and verifier in JAX with a static device-memory planner.
+
+With no subcommand, plans, proves and verifies an example (Fibonacci, 2^10 rows) and prints the
+memory plan, the security level, the times and the proof's size (options: jaxstark demo --help)."""
+
+EPILOG = f"""{EXIT_CODES}
+
+environment: JAXSTARK_VRAM_BUDGET_MB (the budget, MiB), JAXSTARK_MAX_CHUNK_ROWS_LOG2,
+JAXSTARK_CHUNK_GROUP, JAX_COMPILATION_CACHE_DIR (keep compiled rounds across runs);
+see the README's "Environment knobs"."""
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="jaxstark", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = ap.add_subparsers(title="subcommands", metavar="{plan,prove,verify,bench,demo}")
+    plan.add_parser(sub)
+    prove.add_parsers(sub)
+    bench.add_parser(sub)
+    demo = sub.add_parser(
+        "demo",
+        help="plan, prove and verify an example (the default)",
+        description="Plan, prove and verify an example and report times and proof size.",
+    )
+    prove.add_demo_options(demo)
+    demo.set_defaults(run=prove.run_demo, parser=demo)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    from jaxstark.errors import AirViolation, DeviceBudgetExceeded, DeviceFailure, JaxstarkError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")):
+        argv.insert(0, "demo")
+    ap = parser()
+    args = ap.parse_args(argv)
+    try:
+        return args.run(args, args.parser)
+    except CliError as exc:
+        print(f"jaxstark: error: {exc}", file=sys.stderr)
+        return USAGE
+    except DeviceBudgetExceeded as exc:
+        print(f"jaxstark: refused: {exc}", file=sys.stderr)
+        return OVER_BUDGET
+    except DeviceFailure as exc:
+        print(f"jaxstark: device failure: {exc}", file=sys.stderr)
+        return DEVICE_FAILURE
+    except (AirViolation, JaxstarkError, ValueError, TypeError) as exc:
+        kind = "the trace violates its AIR" if isinstance(exc, AirViolation) else type(exc).__name__
+        print(f"jaxstark: error ({kind}): {exc}", file=sys.stderr)
+        return USAGE
+    except KeyboardInterrupt:
+        print("jaxstark: interrupted", file=sys.stderr)
+        return 130

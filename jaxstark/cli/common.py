@@ -1,0 +1,219 @@
+"""What the subcommands share: exit codes, the options for the config, the memory and the tables,
+and turning them into a :class:`~jaxstark.config.StarkConfig` and a list of tables."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from jaxstark.air import AIR
+from jaxstark.config import StarkConfig
+from jaxstark.examples import TABLE_EXAMPLES, example_shapes, example_tables
+from jaxstark.hash import HASHES
+
+# exit codes (documented in ``jaxstark --help``)
+OK, REJECTED, USAGE, OVER_BUDGET, DEVICE_FAILURE = 0, 1, 2, 3, 4
+
+EXIT_CODES = """exit codes:
+  0  done: the plan fits, the proof was written, the proof verifies
+  1  the proof was rejected (verify), with the reason
+  2  bad arguments or input: unreadable or malformed files, a trace that violates its AIR
+  3  over the memory budget: the planner refused before anything ran
+  4  a device failed during an admitted run"""
+
+DEFAULTS = StarkConfig()
+
+
+class CliError(Exception):
+    """A problem with the command line or its files: printed as ``jaxstark: error: ...``, exit 2."""
+
+
+def add_config(ap: argparse.ArgumentParser, **defaults) -> None:
+    """The proof parameters (they change the proof; the verifier needs the same)."""
+    g = ap.add_argument_group("proof parameters (the verifier needs the same)")
+    d = dict(blowup=DEFAULTS.blowup, queries=DEFAULTS.num_queries, grinding=DEFAULTS.grinding_bits) | defaults
+    g.add_argument(
+        "--blowup", type=int, default=d["blowup"], help="LDE blowup, a power of two >= 2 (default %(default)s)"
+    )
+    g.add_argument("--queries", type=int, default=d["queries"], help="FRI queries (default %(default)s)")
+    g.add_argument("--grinding", type=int, default=d["grinding"], help="proof-of-work bits (default %(default)s)")
+    g.add_argument(
+        "--fri-final-degree",
+        type=int,
+        default=DEFAULTS.fri_final_degree,
+        help="FRI stops folding at this degree bound (default %(default)s)",
+    )
+    g.add_argument("--hash", choices=sorted(HASHES), default=DEFAULTS.hash, help="Merkle and transcript hash")
+
+
+def add_memory(ap: argparse.ArgumentParser) -> None:
+    """Where the proof runs and within what budget (they never change the proof)."""
+    g = ap.add_argument_group("device and memory (they never change the proof)")
+    g.add_argument(
+        "--device",
+        choices=["cpu", "gpu", "default"],
+        default="cpu",
+        help="where the rounds run (default cpu; 'default': JAX's default device)",
+    )
+    g.add_argument("--budget-mb", type=float, help="the device budget in MiB (default: from the device)")
+    g.add_argument(
+        "--chunk-rows",
+        metavar="K|auto",
+        help="split taller row-local tables into chunks of 2^K rows; 'auto': only when over budget",
+    )
+    g.add_argument("--chunk-group", type=int, metavar="G", help="prove G chunks at a time (default: the planner's)")
+
+
+def add_tables(ap: argparse.ArgumentParser, *, traces: bool, log_rows: int = 10) -> None:
+    """An example, or user AIRs (``module:Class``) with their traces and public inputs."""
+    g = ap.add_argument_group("the statement: an example, or your own AIRs")
+    g.add_argument("--example", choices=TABLE_EXAMPLES, help="a built-in example (machine: three tables, two buses)")
+    g.add_argument(
+        "--log-rows", type=int, default=log_rows, help="the example's height is 2^LOG_ROWS (default %(default)s)"
+    )
+    g.add_argument(
+        "--air",
+        action="append",
+        default=[],
+        metavar="MODULE:CLASS",
+        help="an AIR class (constructed with no arguments) or factory; repeat for several tables",
+    )
+    if traces:
+        g.add_argument(
+            "--trace",
+            action="append",
+            default=[],
+            type=Path,
+            metavar="FILE.npy",
+            help="a uint64 (rows, width) .npy trace per --air, in the same order",
+        )
+    g.add_argument(
+        "--public",
+        action="append",
+        default=[],
+        metavar="A,B,...",
+        help="public inputs of each --air table, comma-separated ('' for none)",
+    )
+
+
+def config_from(args: argparse.Namespace, ap: argparse.ArgumentParser) -> StarkConfig:
+    chunk_rows = getattr(args, "chunk_rows", None)
+    if chunk_rows is not None and chunk_rows != "auto":
+        try:
+            chunk_rows = int(chunk_rows)
+        except ValueError:
+            ap.error(f"--chunk-rows must be an int or 'auto', got {chunk_rows!r}")
+    try:
+        return StarkConfig(
+            blowup=args.blowup,
+            num_queries=args.queries,
+            grinding_bits=args.grinding,
+            fri_final_degree=args.fri_final_degree,
+            hash=args.hash,
+            vram_budget_mb=getattr(args, "budget_mb", None),
+            max_chunk_rows_log2=chunk_rows,
+            chunk_group=getattr(args, "chunk_group", None),
+        )
+    except ValueError as exc:
+        ap.error(str(exc).replace("StarkConfig.", "").replace("num_queries", "queries"))
+
+
+def device_from(kind: str) -> jax.Device:
+    if kind == "default":
+        return jax.devices()[0]
+    try:
+        return jax.devices(kind)[0]
+    except RuntimeError as exc:
+        raise CliError(f"no {kind} device available ({exc})") from None
+
+
+def resolve(spec: str, where: str = "--air"):
+    """The object ``module:name`` names (``name`` may be dotted)."""
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise CliError(f"{where} must be MODULE:CLASS, got {spec!r}")
+    try:
+        obj = importlib.import_module(module)
+    except ImportError as exc:
+        raise CliError(f"{where} {spec}: cannot import {module!r} ({exc})") from None
+    for part in name.split("."):
+        if not hasattr(obj, part):
+            raise CliError(f"{where} {spec}: {module!r} has no {name!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def load_air(spec: str, where: str = "--air", **fields) -> AIR:
+    """``module:Class`` (or a factory function), called with ``fields`` -> an AIR instance."""
+    factory = resolve(spec, where)
+    try:
+        air = factory(**fields)
+    except Exception as exc:  # noqa: BLE001 -- the user's constructor may raise anything
+        raise CliError(f"{where} {spec}: constructing it failed: {type(exc).__name__}: {exc}") from None
+    if not isinstance(air, AIR):
+        raise CliError(f"{where} {spec}: gave a {type(air).__name__}, not a jaxstark.AIR")
+    return air
+
+
+def load_trace(path: Path, air: AIR) -> np.ndarray:
+    try:
+        trace = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise CliError(f"trace file {str(path)!r} does not exist") from None
+    except (OSError, ValueError) as exc:
+        raise CliError(f"trace file {str(path)!r} is not a readable .npy array ({exc})") from None
+    if trace.dtype != np.uint64:
+        raise CliError(f"trace file {str(path)!r} holds {trace.dtype}; a uint64 (rows, {air.width}) array is needed")
+    return trace
+
+
+def parse_public(text: str, where: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x, 0) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise CliError(f"{where}: public inputs must be comma-separated integers, got {text!r}") from None
+
+
+def user_tables(args, ap, traces: bool):
+    if args.example:
+        ap.error("give either --example or --air, not both")
+    n = len(args.air)
+    if args.public and len(args.public) != n:
+        ap.error(f"--public is given {len(args.public)} time(s) for {n} --air table(s); give it once per table")
+    if traces and len(args.trace) != n:
+        ap.error(f"--trace is given {len(args.trace)} time(s) for {n} --air table(s); give one .npy file per table")
+    airs = [load_air(spec) for spec in args.air]
+    publics = [parse_public(p, f"--public of table {i}") for i, p in enumerate(args.public)] or [()] * n
+    return airs, publics
+
+
+def tables_from(args, ap) -> list[tuple]:
+    """``[(air, trace, public_inputs), ...]`` for ``prove``."""
+    if not args.air:
+        return example_tables(args.example or "fibonacci", args.log_rows)
+    airs, publics = user_tables(args, ap, traces=True)
+    return [(a, load_trace(t, a), p) for a, t, p in zip(airs, args.trace, publics, strict=True)]
+
+
+def shapes_from(args, ap) -> list[tuple[AIR, int]]:
+    """``[(air, log2 rows), ...]`` for ``plan`` (no traces are built)."""
+    if not args.air:
+        return example_shapes(args.example or "fibonacci", args.log_rows)
+    airs, _ = user_tables(args, ap, traces=False)
+    return [(a, args.log_rows) for a in airs]
+
+
+def check_log_rows(args, ap, lowest: int = 1, highest: int = 30) -> None:
+    if not lowest <= args.log_rows <= highest:
+        ap.error(f"--log-rows must be in [{lowest}, {highest}], got {args.log_rows}")
+
+
+def print_json(data) -> None:
+    json.dump(data, sys.stdout, indent=1, sort_keys=False)
+    sys.stdout.write("\n")
