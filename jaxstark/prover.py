@@ -72,7 +72,7 @@ def public_array(air: AIR, public_inputs: Sequence[int]) -> jax.Array:
     return jnp.asarray(np.array([int(v) for v in public_inputs], dtype=np.uint64).reshape(-1))
 
 
-@functools.partial(jax.jit, static_argnames=("airs", "config", "log_ns", "chunks"), keep_unused=True)
+@functools.partial(jax.jit, static_argnames=("airs", "config", "log_ns", "chunks", "annotated"), keep_unused=True)
 def initial_transcript(
     publics: tuple[jax.Array, ...],
     *,
@@ -80,16 +80,18 @@ def initial_transcript(
     config: StarkConfig,
     log_ns: tuple[int, ...],
     chunks: tuple[int, ...] = (),
+    annotated: bool = False,
 ) -> Transcript:
     """The transcript every proof starts from: protocol label, config fingerprint (hashed), the
     number of tables, and per table its AIR fingerprint (hashed), trace shape, log2 of its
-    number of row chunks when it is split (:mod:`jaxstark.chunking`) and public inputs."""
+    number of row chunks when it is split (:mod:`jaxstark.chunking`) and public inputs.
+    ``annotated``: the transcript keeps a log of what it absorbs and squeezes."""
     h = get_hash(config.hash)
 
     def text_digest(text: str) -> jax.Array:
         return h.digest_bytes(jnp.asarray(np.frombuffer(text.encode("utf-8"), np.uint8)[None, :]))[0]
 
-    tr = Transcript.new(PROTOCOL, config.hash).absorb_digest("config", text_digest(config.fingerprint()))
+    tr = Transcript.new(PROTOCOL, config.hash, annotated).absorb_digest("config", text_digest(config.fingerprint()))
     tr = tr.absorb_base("tables", jnp.asarray(np.array([len(airs)], np.uint64)))
     for t, (air, log_n, public) in enumerate(zip(airs, log_ns, publics, strict=True)):
         tr = tr.absorb_digest("air", text_digest(air.fingerprint()))

@@ -49,7 +49,7 @@ from jaxstark.rounds.r2_composition import combine_constraints, num_constraints
 from jaxstark.rounds.r3_ood import OutOfDomain, absorb_ood
 from jaxstark.rounds.r4_deep_fri import deep_combine, fold_pair, fri_num_layers, num_deep_terms
 
-__all__ = ["verify"]
+__all__ = ["verify", "annotated_transcript"]
 
 P = gl.P
 
@@ -109,6 +109,28 @@ def verify(
     Trace heights are the prover's choice and bound into the transcript; pass ``log_n`` (one
     per table for a statement) when the statement fixes them (a proof of another height is then
     rejected with ``wrong-height``)."""
+    return _checked_verify(air, proof, public_inputs, config, log_n, None)
+
+
+def annotated_transcript(
+    air: AIR | Sequence,
+    proof: Proof | bytes,
+    public_inputs: Sequence[int] = (),
+    config: StarkConfig | None = None,
+    *,
+    log_n: int | Sequence[int | None] | None = None,
+) -> list[tuple[str, str, str, np.ndarray]]:
+    """Verify like :func:`verify` and return the Fiat-Shamir transcript the verifier replayed,
+    one ``(where, label, kind, value)`` per operation: ``where`` is ``"statement"`` for the
+    shared part (statement, main and aux roots, LogUp challenges) or the table (and chunk) whose
+    fork it is; ``kind`` says whether the value was absorbed (``digest``, ``base``, ``ext``) or
+    squeezed (``challenge_*``, ``queries``). Raises :class:`InvalidProof` like ``verify``."""
+    log: list = []
+    _checked_verify(air, proof, public_inputs, config, log_n, log)
+    return log
+
+
+def _checked_verify(air, proof, public_inputs, config, log_n, log) -> bool:
     config = config or StarkConfig()
     if not isinstance(config, StarkConfig):
         raise TypeError(f"verify: config must be a StarkConfig, got {type(config).__name__}")
@@ -119,7 +141,7 @@ def verify(
         if not isinstance(proof, Proof):
             _reject("malformed", f"expected a Proof or its bytes, got {type(proof).__name__}")
         with jax.default_device(jax.local_devices(backend="cpu")[0]):
-            _verify(statement, proof, config)
+            _verify(statement, proof, config, log)
     except JaxstarkError:
         raise
     except (ValueError, TypeError, IndexError, OverflowError, KeyError) as exc:
@@ -127,7 +149,12 @@ def verify(
     return True
 
 
-def _verify(statement, proof: Proof, config: StarkConfig) -> None:
+def _entries(where: str, entries) -> list[tuple[str, str, str, np.ndarray]]:
+    return [(where, e.label, e.kind, np.asarray(e.value)) for e in entries]
+
+
+def _verify(statement, proof: Proof, config: StarkConfig, log: list | None = None) -> None:
+    """Every check; ``log``: a list that receives the annotated transcript (:func:`annotated_transcript`)."""
     # -- 0. identity, shapes, buses -----------------------------------------------------------
     if proof.config_id != config.fingerprint():
         _reject("wrong-config", f"the proof used config '{proof.config_id}', not '{config.fingerprint()}'")
@@ -173,23 +200,29 @@ def _verify(statement, proof: Proof, config: StarkConfig) -> None:
         {k: jnp.asarray(arrays[k]) for k in ("trace_root", "aux_root", "bus_sums")} for _, _, arrays in checked
     ]
     chunks = layout if any(layout) else ()
-    tr, challenges = _shared_transcript(airs, config, log_ns, chunks, unit_airs, publics, commitments)
+    annotated = log is not None
+    tr, challenges = _shared_transcript(airs, config, log_ns, chunks, unit_airs, publics, commitments, annotated)
+    if annotated:
+        log.extend(_entries("statement", tr.log))
 
     # -- 2.-5. each unit on its fork ------------------------------------------------------------
     for i, (u, (log_n, public, arrays)) in enumerate(zip(us, checked, strict=True)):
         air = unit_airs[i]
         where = f"table {u.table}{u.words} ({air.name}): "
         try:
-            _verify_table(air, config, log_n, public, fork_table(tr, jnp.asarray(np.uint64(i))), challenges, arrays)
+            fork = fork_table(tr, jnp.asarray(np.uint64(i)))
+            replayed = _verify_table(air, config, log_n, public, fork, challenges, arrays)
+            if annotated:
+                log.extend(_entries(where[:-2], replayed))
         except InvalidProof as exc:
             raise InvalidProof(exc.code, where + exc.reason) from None
 
 
-@functools.partial(jax.jit, static_argnames=("airs", "config", "log_ns", "chunks", "unit_airs"))
-def _shared_transcript(airs, config, log_ns, chunks, unit_airs, publics, commitments):
+@functools.partial(jax.jit, static_argnames=("airs", "config", "log_ns", "chunks", "unit_airs", "annotated"))
+def _shared_transcript(airs, config, log_ns, chunks, unit_airs, publics, commitments, annotated=False):
     """Section 1 as one compiled program: the statement, every unit's main root, the LogUp
     challenges (``None`` when no table has interactions), every aux root and bus sums."""
-    tr = initial_transcript(publics, airs=airs, config=config, log_ns=log_ns, chunks=chunks)
+    tr = initial_transcript(publics, airs=airs, config=config, log_ns=log_ns, chunks=chunks, annotated=annotated)
     for c in commitments:
         tr = absorb_trace(tr, c["trace_root"])
     challenges = None
@@ -245,7 +278,8 @@ def _check_table(t: int | str, air: AIR, public_inputs, pin, table: TableProof, 
     return log_n, public, arrays
 
 
-def _verify_table(air: AIR, config: StarkConfig, log_n: int, public, tr, challenges, arrays) -> None:
+def _verify_table(air: AIR, config: StarkConfig, log_n: int, public, tr, challenges, arrays) -> tuple:
+    """Every check of one table; returns its fork's log (empty unless ``tr`` is annotated)."""
     layers = fri_num_layers(log_n, config.fri_final_degree)
     out = jax.device_get(_verify_core(air, config, log_n, public, tr, challenges, jax.tree.map(jnp.asarray, arrays)))
     ood = OutOfDomain(*(jnp.asarray(x) for x in (out["z"], arrays["trace_z"], arrays["trace_zg"], arrays["parts_z"],
@@ -266,6 +300,7 @@ def _verify_table(air: AIR, config: StarkConfig, log_n: int, public, tr, challen
         _first_bad(ok, "deep" if k == 0 else "fri-fold", f"the opened FRI layer {k} value does not match {what}")
     code = "deep" if not layers else "fri-final"
     _first_bad(out["final_ok"], code, "the last FRI value does not lie on the final polynomial")
+    return out["log"]
 
 
 def _first_bad(ok, code: str, message: str) -> None:
@@ -350,6 +385,7 @@ def _verify_core(air: AIR, config: StarkConfig, log_n: int, public, tr, challeng
         fri_ok=fri_ok,
         layer_ok=layer_ok,
         final_ok=final_ok,
+        log=tr.log,
     )
 
 

@@ -237,3 +237,31 @@ def test_air_fingerprint_covers_boundary_and_periodic_columns():
 
     assert Other().fingerprint() != Stepper().fingerprint()
     assert Other().fingerprint().split("/")[1:3] == Stepper().fingerprint().split("/")[1:3]
+
+
+def test_annotated_transcript_is_the_proofs_and_rejects_like_verify(fib):
+    """The replayed transcript absorbs the proof's own values in protocol order; a tampered
+    proof raises the same rejection as verify."""
+    from jaxstark.verifier import annotated_transcript
+
+    air, _, public, cfg, proof = fib
+    log = annotated_transcript(air, proof.to_bytes(), public, cfg)
+    table = proof.tables[0]
+    shared = [(label, kind) for where, label, kind, _ in log if where == "statement"]
+    assert shared[:2] == [("config", "digest"), ("tables", "base")] and ("trace root", "digest") in shared
+    by_label = {label: value for _, label, _, value in log}
+    np.testing.assert_array_equal(by_label["trace root"], table.trace_root)
+    np.testing.assert_array_equal(by_label["composition root"], table.parts_root)
+    np.testing.assert_array_equal(by_label["public inputs"], np.asarray(public, np.uint64))
+    np.testing.assert_array_equal(by_label["pow nonce"], np.asarray([table.nonce]).reshape(-1))
+    assert by_label["fri queries"].shape == (cfg.num_queries,)
+    mine = [label for where, label, _, _ in log if where != "statement"]
+    assert mine[0] == "fork" and mine[-1] == "fri queries"
+    assert (
+        mine.index("composition alphas") < mine.index("ood point") < mine.index("deep gamma") < mine.index("pow nonce")
+    )
+    assert {w for w, _, _, _ in log} == {"statement", "table 0 (Fibonacci)"}
+    bad = dataclasses.replace(proof, tables=(eqx.tree_at(lambda t: t.nonce, table, table.nonce + np.uint64(1)),))
+    with pytest.raises(js.InvalidProof) as exc:
+        annotated_transcript(air, bad, public, cfg)
+    assert exc.value.code == reject_code(air, bad, public, cfg)

@@ -152,6 +152,8 @@ def resolve(spec: str, where: str = "--air"):
 def load_air(spec: str, where: str = "--air", **fields) -> AIR:
     """``module:Class`` (or a factory function), called with ``fields`` -> an AIR instance."""
     factory = resolve(spec, where)
+    if not callable(factory):
+        raise CliError(f"{where} {spec}: is a {type(factory).__name__}, not an AIR class or factory")
     try:
         air = factory(**fields)
     except Exception as exc:  # noqa: BLE001 -- the user's constructor may raise anything

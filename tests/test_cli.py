@@ -1,0 +1,210 @@
+"""The ``jaxstark`` command: every subcommand run in a subprocess (as installed by the README's
+install command), its output and its exit code; bad arguments and unreadable files."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jaxstark as js
+from jaxstark.cli import main
+from jaxstark.examples import Fibonacci, fibonacci_trace
+from jaxstark.memory.cards import CARDS, best_split, card_budget, frontier
+from jaxstark.memory.model import model
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["--blowup", "2", "--queries", "8", "--grinding", "2"]  # the shapes other tests compile too
+
+
+def jaxstark(*args: str, cwd: Path = ROOT, timeout: int = 600) -> subprocess.CompletedProcess:
+    """Run the installed console script (``python -m jaxstark`` where it is not on PATH)."""
+    exe = shutil.which("jaxstark")
+    cmd = [exe] if exe and Path(exe).parent == Path(sys.executable).parent else [sys.executable, "-m", "jaxstark"]
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout)
+
+
+def test_console_script_is_installed():
+    exe = shutil.which("jaxstark", path=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    assert exe is not None, "pip install -e . should install the jaxstark console script"
+    out = jaxstark("--help")
+    assert out.returncode == 0
+    for word in ("plan", "prove", "verify", "bench", "exit codes", "JAXSTARK_VRAM_BUDGET_MB"):
+        assert word in out.stdout, word
+
+
+def test_plan_json_parses_and_matches_the_library():
+    out = jaxstark("plan", "--example", "fibonacci", "--log-rows", "4", *SMALL, "--json", "--quiet")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    config = js.StarkConfig(blowup=2, num_queries=8, grinding_bits=2)
+    import jax
+
+    want = js.plan(Fibonacci(), 4, config, device=jax.devices("cpu")[0]).to_dict()
+    assert data["mode"] == "compiled" and data["split"] is None
+    assert data["plan"] == json.loads(json.dumps(want))  # the same figures, term by term
+    assert data["plan"]["fits"] and data["plan"]["peak_bytes"] == max(r["total"] for r in data["plan"]["rounds"])
+    binding = data["plan"]["binding"]
+    assert any(
+        r["round"] == binding["round"] and r["total"] == data["plan"]["peak_bytes"] for r in data["plan"]["rounds"]
+    )
+    for r in data["plan"]["rounds"]:
+        assert sum(r["terms"].values()) == r["total"], r["round"]
+
+
+def test_plan_over_budget_names_the_split_and_exits_3():
+    """A budget the whole ALU table misses: verdict, binding round term by term, the planner's split."""
+    out = jaxstark("plan", "--example", "alu", "--log-rows", "8", *SMALL, "--budget-mb", "0.35")
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "verdict: DOES NOT FIT" in out.stdout and "term by term" in out.stdout
+    assert "with --chunk-rows auto the planner splits: Alu:" in out.stdout and "-> fits" in out.stdout
+    assert "planning: compiled" in out.stderr  # compile progress
+
+
+def test_plan_model_for_a_card_in_process(capsys):
+    """--model compiles nothing: a 2^27-row table against an 80 GB card, text and JSON."""
+    args = ["plan", "--columns", "13", "--row-local", "--log-rows", "27", "--blowup", "2", "--card", "80", "--model"]
+    assert main(args) == 3
+    text = capsys.readouterr().out
+    assert "model (gpu): 2^27 rows x 13 main @ blowup 2" in text and "the model's split:" in text
+    assert main([*args, "--json"]) == 3
+    data = json.loads(capsys.readouterr().out)
+    budget = card_budget(80)
+    config = js.StarkConfig(blowup=2)
+    assert data["budget"]["bytes"] == budget and data["backend"] == "gpu" and not data["fits"]
+    assert data["tables"][0]["peak_bytes"] == model(None, 27, config, width=13, backend="gpu").peak
+    split = data["split"][0]
+    assert split["peak"] <= budget and split["group"] >= 1
+    want = best_split(frontier(None, 27, config, budget, width=13, backend="gpu"))
+    assert (split["chunk_rows_log2"], split["group"]) == (want.chunk_rows_log2, want.group)
+
+
+def test_card_budget_matches_the_h200_measurement():
+    assert abs(card_budget(CARDS["141 GB (H200)"]) / 2**30 - 94.37) < 0.01  # benchmarks/RESULTS.md
+    with pytest.raises(ValueError, match="positive"):
+        card_budget(0)
+
+
+def test_frontier_groups_grow_as_chunks_shrink():
+    config = js.StarkConfig(blowup=2)
+    points = frontier(None, 26, config, card_budget(32), width=13, backend="gpu", lowest=18)
+    assert [p.chunk_rows_log2 for p in points] == list(range(26, 17, -1))
+    fitting = [p for p in points if p.fits]
+    assert fitting and not points[0].fits  # 2^26 x 13 whole is far over a 32 GB card
+    for p in fitting:  # the reported group fits and twice it does not (or is all the chunks)
+        m = model(None, 26, config, width=13, backend="gpu", chunk_rows_log2=p.chunk_rows_log2, group=p.group)
+        assert m.peak == p.peak <= card_budget(32)
+        if p.group < p.chunks:
+            twice = model(None, 26, config, width=13, backend="gpu", chunk_rows_log2=p.chunk_rows_log2,
+                          group=2 * p.group)  # fmt: skip
+            assert twice.peak > card_budget(32)
+
+
+def test_prove_shows_progress_writes_files_and_verify_accepts(tmp_path):
+    out = jaxstark("prove", "--example", "alu", "--log-rows", "8", *SMALL, "--chunk-rows", "6", "--chunk-group", "2",
+                   "--out", str(tmp_path / "alu.proof"))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    # progress per table, round and chunk group, in plan order, on stderr
+    assert "[ 1/15] all tables: statement" in out.stderr
+    assert "Alu chunks 0-1 of 4: composition" in out.stderr and "Alu chunks 2-3 of 4: queries" in out.stderr
+    assert "[15/15]" in out.stderr
+    assert "Alu: 4 chunks of 2^6 rows, 2 at a time" in out.stdout and "times per round" in out.stdout
+    size = (tmp_path / "alu.proof").stat().st_size
+    assert f"proof: {size:,} B" in out.stdout
+    statement = json.loads((tmp_path / "alu.proof.json").read_text())
+    assert statement["tables"][0]["air"] == "jaxstark.examples.alu:Alu" and statement["config"]["blowup"] == 2
+
+    ok = jaxstark("verify", str(tmp_path / "alu.proof"))
+    assert ok.returncode == 0, ok.stderr
+    assert "verified: OK" in ok.stdout
+
+    data = bytearray((tmp_path / "alu.proof").read_bytes())
+    data[len(data) // 2] ^= 1
+    (tmp_path / "bad.proof").write_bytes(bytes(data))
+    bad = jaxstark("verify", str(tmp_path / "bad.proof"), "--statement", str(tmp_path / "alu.proof.json"))
+    assert bad.returncode == 1 and "REJECTED (" in bad.stderr and "rejected" in bad.stdout
+
+    (tmp_path / "short.proof").write_bytes(bytes(data[:100]))
+    short = jaxstark("verify", str(tmp_path / "short.proof"), "--statement", str(tmp_path / "alu.proof.json"))
+    assert short.returncode == 1 and "REJECTED (format)" in short.stderr
+
+    other = jaxstark("verify", str(tmp_path / "alu.proof"), "--example", "alu", "--log-rows", "8", "--blowup", "4",
+                     "--queries", "8", "--grinding", "2")  # fmt: skip
+    assert other.returncode == 1 and "wrong-config" in other.stderr
+
+
+def test_prove_a_user_air_from_a_trace_file(tmp_path):
+    trace, public = fibonacci_trace(4)
+    np.save(tmp_path / "fib.npy", np.asarray(trace))
+    out = jaxstark("prove", "--air", "jaxstark.examples:Fibonacci", "--trace", str(tmp_path / "fib.npy"), "--public",
+                   str(public[0]), *SMALL, "--out", str(tmp_path / "fib.proof"), "--no-progress")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""  # --no-progress
+    ok = jaxstark("verify", str(tmp_path / "fib.proof"))
+    assert ok.returncode == 0, ok.stderr
+    # the same proof against another public input: rejected
+    wrong = jaxstark("verify", str(tmp_path / "fib.proof"), "--air", "jaxstark.examples:Fibonacci", "--public",
+                     str(public[0] + 1), *SMALL)  # fmt: skip
+    assert wrong.returncode == 1, wrong.stdout + wrong.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["prove", "--blowup", "3"], "blowup must be a power of two"),
+        (["plan", "--example", "alu", "--log-rows", "40"], "--log-rows must be in"),
+        (["plan", "--columns", "0"], "--columns must be a positive int"),
+        (["plan", "--card", "nonsense", "--model"], "--card 'nonsense'"),
+        (["prove", "--air", "no_such_module:X", "--trace", "x.npy"], "cannot import 'no_such_module'"),
+        (["prove", "--air", "jaxstark.examples:Fibonacci"], "--trace is given 0 time(s) for 1 --air table(s)"),
+        (["prove", "--air", "jaxstark.config:StarkConfig", "--trace", "x.npy"], "not a jaxstark.AIR"),
+        (["prove", "--air", "jaxstark.examples:EXAMPLES", "--trace", "x.npy"], "not an AIR class or factory"),
+        (["prove", "--air", "jaxstark.examples:Fibonacci", "--trace", "missing.npy"], "does not exist"),
+        (["verify", "missing.proof"], "cannot read the proof file"),
+        (["verify", "README.md", "--statement", "pyproject.toml"], "is not readable JSON"),
+        (["bench", "--only", "nonsense"], "unknown benchmark"),
+        (["nonsense"], "unrecognized arguments"),
+    ],
+)
+def test_bad_arguments_and_files_exit_2_with_a_clear_message(args, message, capsys):
+    with pytest.raises(SystemExit) as exc:  # argparse errors exit 2 themselves
+        code = main(args)
+        raise SystemExit(code)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_trace_file_of_the_wrong_dtype_is_refused(tmp_path, capsys):
+    np.save(tmp_path / "f.npy", np.zeros((16, 2), np.float64))
+    code = main(["prove", "--air", "jaxstark.examples:Fibonacci", "--trace", str(tmp_path / "f.npy"), "--public", "1"])
+    assert code == 2 and "holds float64" in capsys.readouterr().err
+
+
+def test_a_trace_that_violates_its_air_is_refused_without_a_proof(tmp_path):
+    trace, public = fibonacci_trace(4)
+    bad = np.asarray(trace).copy()
+    bad[5, 0] += np.uint64(1)
+    np.save(tmp_path / "bad.npy", bad)
+    out = jaxstark("prove", "--air", "jaxstark.examples:Fibonacci", "--trace", str(tmp_path / "bad.npy"), "--public",
+                   str(public[0]), *SMALL, "--debug", "--out", str(tmp_path / "bad.proof"))  # fmt: skip
+    assert out.returncode == 2
+    assert "the trace violates its AIR" in out.stderr and "row 4" in out.stderr
+    assert not (tmp_path / "bad.proof").exists()
+
+
+def test_bench_runs_the_suite_quickly(tmp_path):
+    out = jaxstark("bench", "--only", "ntt,stark", "--quick")
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "== ntt" in out.stdout and "== stark" in out.stdout and "cpu-exact" in out.stdout
+    assert "fibonacci 2^3 x 2 b2" in out.stdout
+    assert out.stdout.count(" ok ") == 2
+
+
+def test_demo_is_the_default_and_checks_itself():
+    out = jaxstark("--log-rows", "4", *SMALL)
+    assert out.returncode == 0, out.stderr
+    assert "verified   OK" in out.stdout and "trace paths" in out.stdout
