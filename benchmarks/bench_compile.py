@@ -11,7 +11,6 @@ import time
 
 import jaxstark as js
 from jaxstark.examples import EXAMPLES
-from jaxstark.memory import executor
 
 
 def main(argv=None) -> int:
@@ -21,19 +20,14 @@ def main(argv=None) -> int:
     ap.add_argument("--blowup", type=int, default=2)
     args = ap.parse_args(argv)
     seconds: dict[str, float] = {}
-    compiled_for = executor.compiled_for
 
-    def timed(fn, static, fn_args, device):
-        t = time.perf_counter()
-        exe = compiled_for(fn, static, fn_args, device)
-        seconds[fn.__name__] = seconds.get(fn.__name__, 0.0) + time.perf_counter() - t
-        return exe
+    def compiled(event):  # the planner reports every round it compiles (jaxstark.progress, phase "plan")
+        seconds[event.round] = seconds.get(event.round, 0.0) + event.seconds
 
-    executor.compiled_for = timed
     air, trace, _ = EXAMPLES[args.example](args.log_rows)
     config = js.StarkConfig(blowup=args.blowup, num_queries=40, grinding_bits=16, fri_final_degree=64)
     t = time.perf_counter()
-    js.plan(air, trace, config)
+    js.plan(air, trace, config, progress=compiled)
     total = time.perf_counter() - t
     print(f"{args.example} 2^{args.log_rows} b{args.blowup}: plan {total:.1f} s")
     for name, secs in sorted(seconds.items(), key=lambda kv: -kv[1]):
