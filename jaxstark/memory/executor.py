@@ -30,6 +30,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceShardin
 
 from jaxstark.errors import DeviceFailure
 from jaxstark.progress import RoundEvent
+from jaxstark.testing import faults
 
 __all__ = [
     "Planner", "Runner", "RoundMemory", "dispatch_count", "compiled_for", "placements", "FALLBACK_ENV", "CHUNK_AXIS",
@@ -300,35 +301,59 @@ class Runner(_Executor):
         self.diagnostic = diagnostic
         # progress: (callback, the plan) -- the callback gets a RoundEvent as each round starts and ends
         self.progress, self.step = progress, 0
+        self.last: tuple[int | None, str] = (None, "statement")  # the round dispatched last
 
     def domain(self, table: int, log_n: int, blowup: int):
         host = self._host_domain(log_n, blowup)
-        return _put(host, self.placements(table, (host,), (None,))[0])
+        shardings = self.placements(table, (host,), (None,))[0]
+        try:
+            return self._to_device(host, shardings)
+        except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
+            self._failed(exc, table, "trace commit", faults.TO_DEVICE)
+            return host  # test-only fallback: the tables stay on the host
 
     def run(
         self, table: int | None, name: str, fn: Callable, args: tuple, static: dict, axes: tuple | None = None,
         vmap: bool = True,
     ):  # fmt: skip
+        """Dispatch round ``name`` of unit ``table`` with the planner's executable. Its arguments
+        are copied to the unit's device(s) (fault site "host to device"), the round runs (fault
+        site ``name``); a device failure in either raises :class:`DeviceFailure` with the plan's
+        diagnostic (or, under the test-only fallback, the round is recomputed on the host)."""
         fn, static, shardings = self._round(table, fn, args, static, axes, vmap)
-        args = _put(args, shardings)
         exe = compiled_for(fn, static, args, shardings)
         _DISPATCHES[name] = _DISPATCHES.get(name, 0) + 1
         event = self._event(table, name)
         start = time.perf_counter()
+        self.last = (table, name)
         try:
-            out = jax.block_until_ready(exe(*args))
+            placed = self._to_device(args, shardings)
+            if faults.reached(name):
+                raise faults.fault(name)
+            out = jax.block_until_ready(exe(*placed))
         except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
-            if not _is_device_error(exc):
-                raise
-            if os.environ.get(FALLBACK_ENV) != "1":
-                raise DeviceFailure(self.diagnostic(table, name), exc) from exc
-            _banner()
+            self._failed(exc, table, name, name)
             with jax.default_device(jax.local_devices(backend="cpu")[0]):
                 host_args = jax.device_put(jax.device_get(args), jax.local_devices(backend="cpu")[0])
                 out = jax.device_put(jax.block_until_ready(fn(*host_args, **static)), exe.output_shardings)
         if event is not None:
             self.progress[0](dataclasses.replace(event, seconds=time.perf_counter() - start))
         return out
+
+    def _to_device(self, tree, shardings):
+        if faults.reached(faults.TO_DEVICE):
+            raise faults.fault(faults.TO_DEVICE)
+        return _put(tree, shardings)
+
+    def _failed(self, exc: BaseException, table: int | None, name: str, site: str) -> None:
+        """Re-raise ``exc`` unless it is a device failure; then raise :class:`DeviceFailure` with
+        the plan's diagnostic for round ``name`` of unit ``table``, or return for the test-only
+        host fallback (after its banner)."""
+        if not _is_device_error(exc):
+            raise exc
+        if os.environ.get(FALLBACK_ENV) != "1":
+            raise DeviceFailure(f"at site {site!r}: " + self.diagnostic(table, name), exc) from exc
+        _banner()
 
     def _event(self, table: int | None, name: str):
         """The progress event of the round starting now (sent), or None without a callback."""
@@ -347,12 +372,19 @@ class Runner(_Executor):
 
     def host(self, tree):
         """``tree``'s arrays on the host, gathered from every process when they are spread over
-        devices of several processes."""
-        if jax.process_count() == 1:
-            return jax.device_get(tree)
-        from jax.experimental import multihost_utils
+        devices of several processes (fault site "device to host"; a failure is reported with
+        the diagnostic of the last round dispatched, whose results these are)."""
+        try:
+            if faults.reached(faults.TO_HOST):
+                raise faults.fault(faults.TO_HOST)
+            if jax.process_count() == 1:
+                return jax.device_get(tree)
+            from jax.experimental import multihost_utils
 
-        return multihost_utils.process_allgather(tree, tiled=True)
+            return multihost_utils.process_allgather(tree, tiled=True)
+        except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
+            self._failed(exc, *self.last, faults.TO_HOST)
+            return jax.tree.map(np.asarray, tree)  # test-only fallback: a second copy, element by element
 
 
 def _put(tree, shardings):
@@ -376,6 +408,8 @@ def _put(tree, shardings):
 
 
 def _is_device_error(exc: BaseException) -> bool:
+    if isinstance(exc, faults.InjectedFault):
+        return True
     runtime = getattr(jax.errors, "JaxRuntimeError", None)
     if runtime is not None and isinstance(exc, runtime):
         return True

@@ -1,0 +1,157 @@
+"""Fault injection (jaxstark.testing.faults): every site x every hash x {production posture, the
+test-only host fallback}; one-shot and sticky arming; the environment variable; and the
+meta-tests that every registered site is reached and every dispatch point is a registered site.
+
+The statement reaches every site: a row-local table with a bus, split into two chunks proven one
+group at a time (so the commitments are computed again), and a range table receiving its
+values -- two tables of 2^3 rows, one FRI layer: cheap to compile for each hash."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import equinox as eqx
+import numpy as np
+import pytest
+
+import jaxstark as js
+from jaxstark.examples.machine import RangeTable
+from jaxstark.memory.executor import FALLBACK_ENV
+from jaxstark.testing import faults
+
+ROOT = Path(__file__).resolve().parents[1]
+HASHES = ("blake3", "keccak256", "poseidon2")
+
+
+class Bytes(js.AIR):
+    """One column of values below 8, sent to the "range" bus."""
+
+    width: int = eqx.field(static=True, default=1)
+
+    @property
+    def row_local(self) -> bool:
+        return True
+
+    def constraint_degrees(self):
+        return ()
+
+    def transition(self, cur, nxt, periodic, public):
+        return []
+
+    def interactions(self):
+        return [js.Interaction.send("range", lambda row: [row[0]])]
+
+
+def statement():
+    values = np.random.default_rng(7).integers(0, 8, 16, dtype=np.uint64)
+    counts = np.bincount(values.astype(np.int64), minlength=8).astype(np.uint64)
+    return [(Bytes(), values[:, None]), (RangeTable(bits=3), np.stack([np.arange(8, dtype=np.uint64), counts], 1))]
+
+
+def config(hash_name: str) -> js.StarkConfig:
+    return js.StarkConfig(blowup=2, num_queries=6, grinding_bits=2, fri_final_degree=4, hash=hash_name,
+                          max_chunk_rows_log2=3, chunk_group=1)  # fmt: skip
+
+
+def verifies(proof, hash_name: str) -> bool:
+    return js.verify([Bytes(), RangeTable(bits=3)], proof.to_bytes(), config=config(hash_name))
+
+
+@pytest.fixture(scope="module", params=HASHES)
+def reference(request):
+    """The proof without faults, per hash; every site is reached on the way."""
+    faults.reset()
+    proof = js.prove(statement(), config=config(request.param))
+    calls = {site: n for site, (n, fires) in faults.counters().items()}
+    return request.param, proof.to_bytes(), calls
+
+
+def test_every_registered_site_is_reached_for_every_hash(reference):
+    """A site no proof reaches (say a hook that one hash's path lacks) would fail here."""
+    hash_name, _, calls = reference
+    unreached = [site for site, n in calls.items() if n == 0]
+    assert not unreached, f"{hash_name}: sites never reached: {unreached}"
+
+
+def test_every_dispatch_point_is_a_registered_site(reference):
+    hash_name, _, _ = reference
+    plan = js.plan([(air, trace) for air, trace in statement()], config=config(hash_name))
+    names = {r.name for r in plan.rounds}
+    assert names == set(faults.ROUNDS)  # every round the schedule dispatches, and no stale site
+    with pytest.raises(faults.UnregisteredSite):
+        faults.reached("a round nobody registered")
+
+
+@pytest.mark.parametrize("site", list(faults.SITES))
+def test_a_fault_in_production_posture_is_loud_and_names_the_site(reference, site, monkeypatch):
+    hash_name = reference[0]
+    monkeypatch.delenv(FALLBACK_ENV, raising=False)
+    before = faults.counters()[site][1]
+    with faults.inject(site), pytest.raises(js.DeviceFailure) as exc:
+        js.prove(statement(), config=config(hash_name))
+    assert faults.counters()[site][1] == before + 1
+    text = str(exc.value)
+    assert f"at site {site!r}" in text and "injected fault" in text
+    for fact in ("round '", "on cpu:", "budget", "total device set", "allocator posture"):
+        assert fact in exc.value.diagnostic, fact
+
+
+@pytest.mark.parametrize("site", list(faults.SITES))
+def test_a_fault_under_the_test_only_fallback_still_gives_a_proof_that_verifies(reference, site, monkeypatch):
+    hash_name, clean, _ = reference
+    monkeypatch.setenv(FALLBACK_ENV, "1")
+    before = faults.counters()[site][1]
+    with faults.inject(site):
+        proof = js.prove(statement(), config=config(hash_name))
+    assert faults.counters()[site][1] == before + 1  # the fault fired, once
+    assert verifies(proof, hash_name)
+    assert proof.to_bytes() == clean  # the host did the same work
+
+
+def test_one_shot_and_sticky_arming_count_calls_from_arming(monkeypatch):
+    monkeypatch.setenv(FALLBACK_ENV, "1")
+    faults.reset()
+    js.prove(statement(), config=config("blake3"))
+    per_proof = faults.counters()["composition"][0]
+    assert per_proof == 3  # two chunk groups and the range table
+    faults.reset()
+    with faults.inject("composition", at=2):
+        js.prove(statement(), config=config("blake3"))
+    assert faults.counters()["composition"] == (per_proof, 1)
+    faults.reset()
+    with faults.inject("composition", at=2, sticky=True):
+        proof = js.prove(statement(), config=config("blake3"))
+    assert faults.counters()["composition"] == (per_proof, per_proof - 1)  # the 2nd and every later one
+    assert verifies(proof, "blake3")
+    with faults.inject("composition", at=1):
+        pass
+    faults.reset()
+    js.prove(statement(), config=config("blake3"))
+    assert faults.counters()["composition"] == (per_proof, 0)  # disarmed on leaving the context
+
+
+@pytest.mark.parametrize(
+    "site, at, match",
+    [("nowhere", 1, "no fault site"), ("queries", 0, "N >= 1"), ("queries", True, "N >= 1")],
+)
+def test_bad_arming_is_refused(site, at, match):
+    with pytest.raises((ValueError, KeyError), match=match), faults.inject(site, at):
+        pass
+
+
+def _main_job(env: dict) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "jaxstark", "--log-rows", "4", "--blowup", "2", "--queries", "8", "--grinding", "2"]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600, env={**os.environ, **env})
+
+
+def test_the_environment_arms_a_subprocess():
+    env = {faults.ENV: "DEEP + FRI@1"}
+    loud = _main_job({**env, FALLBACK_ENV: ""})
+    assert loud.returncode == 4, loud.stderr  # the command's exit code for a device failure
+    assert "device failure" in loud.stderr and "at site 'DEEP + FRI'" in loud.stderr
+    quiet = _main_job({**env, FALLBACK_ENV: "1"})
+    assert quiet.returncode == 0, quiet.stderr
+    assert "recomputed on the HOST" in quiet.stderr and "verified   OK" in quiet.stdout
+    bad = _main_job({faults.ENV: "composition@x"})
+    assert bad.returncode != 0 and "is not SITE@N or SITE@N+" in bad.stderr
