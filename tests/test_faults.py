@@ -79,6 +79,8 @@ def test_every_dispatch_point_is_a_registered_site(reference):
     plan = js.plan([(air, trace) for air, trace in statement()], config=config(hash_name))
     names = {r.name for r in plan.rounds}
     assert names == set(faults.ROUNDS)  # every round the schedule dispatches, and no stale site
+    staged = {stage for name in names for stage in faults.stages(name, fri_layers=1)}
+    assert staged == set(faults.STAGES)  # every stage runs in some round
     with pytest.raises(faults.UnregisteredSite):
         faults.reached("a round nobody registered")
 
@@ -129,6 +131,14 @@ def test_one_shot_and_sticky_arming_count_calls_from_arming(monkeypatch):
     faults.reset()
     js.prove(statement(), config=config("blake3"))
     assert faults.counters()["composition"] == (per_proof, 0)  # disarmed on leaving the context
+    # a stage inside a round: the 2nd FRI fold (one layer per unit here) fails its DEEP + FRI round
+    assert faults.counters()["FRI fold"][0] == faults.counters()["DEEP + FRI"][0] == per_proof
+    # main and aux trees of 3 units, again for the 2 chunk groups, the parts trees, one FRI layer each
+    assert faults.counters()["tree build"][0] == 3 + 2 + 3 + 2 + 3 + 3
+    faults.reset()
+    with faults.inject("FRI fold", at=2), pytest.raises(js.DeviceFailure, match="at site 'FRI fold'"):
+        monkeypatch.delenv(FALLBACK_ENV)
+        js.prove(statement(), config=config("blake3"))
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceShardin
 
 from jaxstark.errors import DeviceFailure
 from jaxstark.progress import RoundEvent
+from jaxstark.rounds.r4_deep_fri import fri_num_layers
 from jaxstark.testing import faults
 
 __all__ = [
@@ -320,6 +321,8 @@ class Runner(_Executor):
         are copied to the unit's device(s) (fault site "host to device"), the round runs (fault
         site ``name``); a device failure in either raises :class:`DeviceFailure` with the plan's
         diagnostic (or, under the test-only fallback, the round is recomputed on the host)."""
+        layers = fri_num_layers(args[0].log_n, static["final_degree"]) if name == "DEEP + FRI" else 0
+        sites = (name, *faults.stages(name, layers))
         fn, static, shardings = self._round(table, fn, args, static, axes, vmap)
         exe = compiled_for(fn, static, args, shardings)
         _DISPATCHES[name] = _DISPATCHES.get(name, 0) + 1
@@ -328,11 +331,12 @@ class Runner(_Executor):
         self.last = (table, name)
         try:
             placed = self._to_device(args, shardings)
-            if faults.reached(name):
-                raise faults.fault(name)
+            for site in sites:  # the round, then each stage its executable runs
+                if faults.reached(site):
+                    raise faults.fault(site)
             out = jax.block_until_ready(exe(*placed))
         except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
-            self._failed(exc, table, name, name)
+            self._failed(exc, table, name, getattr(exc, "site", name))
             with jax.default_device(jax.local_devices(backend="cpu")[0]):
                 host_args = jax.device_put(jax.device_get(args), jax.local_devices(backend="cpu")[0])
                 out = jax.device_put(jax.block_until_ready(fn(*host_args, **static)), exe.output_shardings)

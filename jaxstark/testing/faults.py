@@ -21,11 +21,11 @@ Arming, off by default (then a call of a site costs one dictionary update):
 
 :func:`counters` gives the calls and fires per site; :func:`reset` zeroes them.
 
-The stages of a round fail together, as its executable does: the LDE and the tree build are the
-trace commit round (``trace commit``, and ``trace commit again`` when a group of row chunks
-recomputes it), the aux build is ``aux commit``, the out-of-domain evaluation ``out-of-domain``,
-the DEEP sum and every FRI fold with its tree ``DEEP + FRI``, the query and path gathers
-``queries``.
+The stages inside a round's executable are sites too (:data:`STAGES`: ``LDE``, ``tree build``,
+``aux build``, ``DEEP``, ``FRI fold``, ``grinding``, ``query gather``), reached once per stage
+each dispatch runs -- a DEEP + FRI round of ``k`` layers reaches ``FRI fold`` and ``tree build``
+``k`` times. A stage fails the way it would on a device: its round's executable fails, and the
+diagnostic names the stage and the round.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ import os
 from collections.abc import Iterator
 
 __all__ = [
-    "SITES", "ROUNDS", "TO_DEVICE", "TO_HOST", "ENV", "InjectedFault", "UnregisteredSite", "inject", "reached", "fault",
-    "counters", "reset",
+    "SITES", "ROUNDS", "STAGES", "TO_DEVICE", "TO_HOST", "ENV", "InjectedFault", "UnregisteredSite", "inject",
+    "reached", "stages", "fault", "counters", "reset",
 ]  # fmt: skip
 
 ENV = "JAXSTARK_FAULTS"
@@ -58,15 +58,36 @@ ROUNDS: dict[str, str] = {
     "DEEP + FRI": "the DEEP sum over the LDE, each FRI fold and its tree, the final polynomial",
     "queries": "grinding, query indices, the opened rows and their Merkle paths",
 }
+# the stages inside the rounds' executables: a stage's fault fails the executable that runs it
+# (one call per stage a dispatch runs: a DEEP + FRI round of k layers calls "FRI fold" k times)
+STAGES: dict[str, str] = {
+    "LDE": "a coset low-degree extension: the main and aux traces, the composition parts",
+    "tree build": "a Merkle tree: main, aux, composition parts, each FRI layer",
+    "aux build": "the LogUp aux columns from the trace and the challenges",
+    "DEEP": "the DEEP sum over the LDE",
+    "FRI fold": "one FRI fold (a call per layer)",
+    "grinding": "the proof-of-work search",
+    "query gather": "the opened rows and their Merkle paths",
+}
+_ROUND_STAGES: dict[str, tuple[str, ...]] = {
+    "trace commit": ("LDE", "tree build"),
+    "aux commit": ("aux build", "LDE", "tree build"),
+    "composition": ("LDE", "tree build"),
+    "queries": ("grinding", "query gather"),
+}
 SITES: dict[str, str] = {
     **ROUNDS,
+    **STAGES,
     TO_DEVICE: "a round's arguments or a table's domain tables copied to its device(s)",
     TO_HOST: "results copied back to the host (roots, flags, openings)",
 }
 
 
 class InjectedFault(RuntimeError):
-    """The failure an armed site raises: treated by the runner as a device failure."""
+    """The failure an armed site raises: treated by the runner as a device failure. ``site``:
+    where it fired."""
+
+    site: str = ""
 
 
 class UnregisteredSite(KeyError):
@@ -128,9 +149,19 @@ def reached(site: str) -> bool:
     return False
 
 
+def stages(round_name: str, fri_layers: int = 0) -> tuple[str, ...]:
+    """The stage sites a dispatch of round ``round_name`` runs, in order (``fri_layers``: the
+    folds of a DEEP + FRI round, each with its tree)."""
+    if round_name == "DEEP + FRI":
+        return ("DEEP", *("FRI fold", "tree build") * fri_layers)
+    return _ROUND_STAGES.get(round_name.removesuffix(" again"), ())
+
+
 def fault(site: str) -> InjectedFault:
     """The exception a fired site raises (its message names the site and the call)."""
-    return InjectedFault(f"injected fault at site {site!r} (call {_CALLS[site]}; jaxstark.testing.faults)")
+    exc = InjectedFault(f"injected fault at site {site!r} (call {_CALLS[site]}; jaxstark.testing.faults)")
+    exc.site = site
+    return exc
 
 
 @contextlib.contextmanager
