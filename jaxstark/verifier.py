@@ -208,14 +208,14 @@ def _verify(statement, proof: Proof, config: StarkConfig, log: list | None = Non
     # -- 2.-5. each unit on its fork ------------------------------------------------------------
     for i, (u, (log_n, public, arrays)) in enumerate(zip(us, checked, strict=True)):
         air = unit_airs[i]
-        where = f"table {u.table}{u.words} ({air.name}): "
+        where = f"table {u.table}{u.words} ({air.name})"
         try:
             fork = fork_table(tr, jnp.asarray(np.uint64(i)))
             replayed = _verify_table(air, config, log_n, public, fork, challenges, arrays)
             if annotated:
-                log.extend(_entries(where[:-2], replayed))
+                log.extend(_entries(where, replayed))
         except InvalidProof as exc:
-            raise InvalidProof(exc.code, where + exc.reason) from None
+            raise InvalidProof(exc.code, f"{where}: {exc.reason}") from None
 
 
 @functools.partial(jax.jit, static_argnames=("airs", "config", "log_ns", "chunks", "unit_airs", "annotated"))

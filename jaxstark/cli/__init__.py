@@ -16,7 +16,7 @@ import argparse
 import sys
 
 from jaxstark.cli import bench, plan, prove
-from jaxstark.cli.common import DEVICE_FAILURE, EXIT_CODES, OVER_BUDGET, USAGE, CliError
+from jaxstark.cli.common import DEVICE_FAILURE, EXIT_CODES, OVER_BUDGET, USAGE, CliError, subcommand
 
 __all__ = ["main"]
 
@@ -42,13 +42,9 @@ def parser() -> argparse.ArgumentParser:
     plan.add_parser(sub)
     prove.add_parsers(sub)
     bench.add_parser(sub)
-    demo = sub.add_parser(
-        "demo",
-        help="plan, prove and verify an example (the default)",
-        description="Plan, prove and verify an example and report times and proof size.",
-    )
+    demo = subcommand(sub, "demo", prove.run_demo, "plan, prove and verify an example (the default)",
+                      "Plan, prove and verify an example and report times and proof size.")  # fmt: skip
     prove.add_demo_options(demo)
-    demo.set_defaults(run=prove.run_demo, parser=demo)
     return ap
 
 

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from jaxstark.cli.common import OK, REJECTED, CliError
+from jaxstark.cli.common import OK, REJECTED, CliError, subcommand
 
 # script, what it measures, its arguments for --quick (tiny sizes: a smoke test of the suite)
 SUITE: dict[str, tuple[str, list[str]]] = {
@@ -32,18 +32,12 @@ clone, installed with `pip install -e .`)."""
 
 def add_parser(sub) -> None:
     lines = "\n".join(f"  {name:10} {what}" for name, (what, _) in SUITE.items())
-    ap = sub.add_parser(
-        "bench",
-        help="run the benchmark suite on the current device",
-        description=HELP,
-        epilog="benchmarks:\n" + lines + f"\n(default: {', '.join(DEFAULT)})",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    epilog = "benchmarks:\n" + lines + f"\n(default: {', '.join(DEFAULT)})"
+    ap = subcommand(sub, "bench", run, "run the benchmark suite on the current device", HELP, epilog)
     ap.add_argument("--only", help="comma-separated benchmarks to run (default: " + ",".join(DEFAULT) + ")")
     ap.add_argument("--quick", action="store_true", help="tiny sizes: check that the suite runs")
     ap.add_argument("--dir", type=Path, help="the benchmarks folder (default: the source tree's)")
     ap.add_argument("extra", nargs=argparse.REMAINDER, help="after --: arguments for every script")
-    ap.set_defaults(run=run, parser=ap)
 
 
 def benchmarks_dir(given: Path | None) -> Path:

@@ -34,6 +34,15 @@ class CliError(Exception):
     """A problem with the command line or its files: printed as ``jaxstark: error: ...``, exit 2."""
 
 
+def subcommand(sub, name: str, run, help: str, description: str, epilog: str | None = None) -> argparse.ArgumentParser:
+    """A subcommand's parser (descriptions printed as written) that runs ``run(args, parser)``."""
+    ap = sub.add_parser(
+        name, help=help, description=description, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.set_defaults(run=run, parser=ap)
+    return ap
+
+
 def add_config(ap: argparse.ArgumentParser, **defaults) -> None:
     """The proof parameters (they change the proof; the verifier needs the same)."""
     g = ap.add_argument_group("proof parameters (the verifier needs the same)")

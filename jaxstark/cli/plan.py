@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 
@@ -20,6 +19,7 @@ from jaxstark.cli.common import (
     device_from,
     print_json,
     shapes_from,
+    subcommand,
 )
 from jaxstark.examples.shape import ShapeTable
 from jaxstark.memory.cards import CARDS, best_split, card_budget, frontier
@@ -45,13 +45,7 @@ EXAMPLES = """examples:
 
 
 def add_parser(sub) -> None:
-    ap = sub.add_parser(
-        "plan",
-        help="every round's device set, the binding round, the verdict",
-        description=HELP,
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    ap = subcommand(sub, "plan", run, "every round's device set, the binding round, the verdict", HELP, EXAMPLES)
     add_tables(ap, traces=False)
     g = ap.add_argument_group("or a shape (no AIR needed)")
     g.add_argument("--columns", type=int, help="main columns of a stand-in table")
@@ -73,7 +67,6 @@ def add_parser(sub) -> None:
     g.add_argument("--all-terms", action="store_true", help="every round term by term (default: the binding round)")
     g.add_argument("--json", action="store_true", help="print the plan as JSON (the same data as Plan.to_dict())")
     g.add_argument("--quiet", action="store_true", help="no compile progress on stderr")
-    ap.set_defaults(run=run, parser=ap)
 
 
 def card_gib(text: str) -> float:

@@ -22,6 +22,7 @@ from jaxstark.cli.common import (
     check_log_rows,
     config_from,
     device_from,
+    subcommand,
     tables_from,
     user_tables,
 )
@@ -52,12 +53,8 @@ the AIR classes to import: verify statements whose AIR code you trust."""
 
 
 def add_parsers(sub) -> None:
-    ap = sub.add_parser(
-        "prove",
-        help="prove an example or your own AIR; write the proof file",
-        description=PROVE_HELP,
-        epilog=PROVE_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    ap = subcommand(
+        sub, "prove", run_prove, "prove an example or your own AIR; write the proof file", PROVE_HELP, PROVE_EXAMPLES
     )
     add_tables(ap, traces=True)
     add_config(ap)
@@ -66,19 +63,12 @@ def add_parsers(sub) -> None:
     g.add_argument("--out", type=Path, help="the proof file (default: <example>.proof)")
     g.add_argument("--debug", action="store_true", help="check every constraint and bus first; name the first failure")
     g.add_argument("--no-progress", action="store_true", help="no progress display on stderr")
-    ap.set_defaults(run=run_prove, parser=ap)
 
-    ap = sub.add_parser(
-        "verify",
-        help="verify a proof file (exit code 0 or 1 with the reason)",
-        description=VERIFY_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    ap = subcommand(sub, "verify", run_verify, "verify a proof file (exit code 0 or 1 with the reason)", VERIFY_HELP)
     ap.add_argument("proof", type=Path, help="the proof file")
     ap.add_argument("--statement", type=Path, help="the statement file (default: PROOF.json)")
     add_tables(ap, traces=False)
     add_config(ap)
-    ap.set_defaults(run=run_verify, parser=ap)
 
 
 def run_prove(args, ap) -> int:

@@ -332,8 +332,7 @@ class Runner(_Executor):
         try:
             placed = self._to_device(args, shardings)
             for site in sites:  # the round, then each stage its executable runs
-                if faults.reached(site):
-                    raise faults.fault(site)
+                faults.check(site)
             out = jax.block_until_ready(exe(*placed))
         except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
             self._failed(exc, table, name, getattr(exc, "site", name))
@@ -345,8 +344,7 @@ class Runner(_Executor):
         return out
 
     def _to_device(self, tree, shardings):
-        if faults.reached(faults.TO_DEVICE):
-            raise faults.fault(faults.TO_DEVICE)
+        faults.check(faults.TO_DEVICE)
         return _put(tree, shardings)
 
     def _failed(self, exc: BaseException, table: int | None, name: str, site: str) -> None:
@@ -379,8 +377,7 @@ class Runner(_Executor):
         devices of several processes (fault site "device to host"; a failure is reported with
         the diagnostic of the last round dispatched, whose results these are)."""
         try:
-            if faults.reached(faults.TO_HOST):
-                raise faults.fault(faults.TO_HOST)
+            faults.check(faults.TO_HOST)
             if jax.process_count() == 1:
                 return jax.device_get(tree)
             from jax.experimental import multihost_utils

@@ -37,7 +37,7 @@ from collections.abc import Iterator
 
 __all__ = [
     "SITES", "ROUNDS", "STAGES", "TO_DEVICE", "TO_HOST", "ENV", "InjectedFault", "UnregisteredSite", "inject",
-    "reached", "stages", "fault", "counters", "reset",
+    "reached", "check", "stages", "fault", "counters", "reset",
 ]  # fmt: skip
 
 ENV = "JAXSTARK_FAULTS"
@@ -155,6 +155,12 @@ def stages(round_name: str, fri_layers: int = 0) -> tuple[str, ...]:
     if round_name == "DEEP + FRI":
         return ("DEEP", *("FRI fold", "tree build") * fri_layers)
     return _ROUND_STAGES.get(round_name.removesuffix(" again"), ())
+
+
+def check(site: str) -> None:
+    """Count a call of ``site`` (:func:`reached`) and raise its :func:`fault` when armed to fire."""
+    if reached(site):
+        raise fault(site)
 
 
 def fault(site: str) -> InjectedFault:
