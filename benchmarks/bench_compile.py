@@ -18,6 +18,8 @@ def main(argv=None) -> int:
     ap.add_argument("--example", choices=sorted(EXAMPLES), default="alu")
     ap.add_argument("--log-rows", type=int, default=12)
     ap.add_argument("--blowup", type=int, default=2)
+    ap.add_argument("--fri-final-degree", type=int, default=64, help="fewer FRI layers as it grows")
+    ap.add_argument("--hash", default="blake3")
     args = ap.parse_args(argv)
     seconds: dict[str, float] = {}
 
@@ -25,11 +27,13 @@ def main(argv=None) -> int:
         seconds[event.round] = seconds.get(event.round, 0.0) + event.seconds
 
     air, trace, _ = EXAMPLES[args.example](args.log_rows)
-    config = js.StarkConfig(blowup=args.blowup, num_queries=40, grinding_bits=16, fri_final_degree=64)
+    config = js.StarkConfig(
+        blowup=args.blowup, num_queries=40, grinding_bits=16, fri_final_degree=args.fri_final_degree, hash=args.hash
+    )
     t = time.perf_counter()
     js.plan(air, trace, config, progress=compiled)
     total = time.perf_counter() - t
-    print(f"{args.example} 2^{args.log_rows} b{args.blowup}: plan {total:.1f} s")
+    print(f"{args.example} 2^{args.log_rows} b{args.blowup} f{args.fri_final_degree} {args.hash}: plan {total:.1f} s")
     for name, secs in sorted(seconds.items(), key=lambda kv: -kv[1]):
         print(f"  {name:22} {secs:6.1f} s")
     return 0
