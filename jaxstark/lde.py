@@ -13,6 +13,12 @@ transformed together as one ``(n, blowup, *batch)`` batch, whose row-major resha
 ``(L, *batch)`` is exactly natural order. The shift factors are an ``(n, blowup)`` table,
 cached per shape with the size-n twiddles in :class:`LDETables`.
 
+On a CUDA device the transforms are the Pallas kernels of :mod:`jaxstark.kernels.ntt` and the
+bit reversals cancel: the inverse transform (DIF) leaves the coefficients in bit-reversed order,
+the shift factors are read in that order, and the forward transform (DIT) takes bit-reversed
+input to natural-order output -- no permutation of the big array at all. Elsewhere the plain
+``jnp`` path below runs; both give identical values.
+
 Device memory (plain ``jnp`` path): input ``n*c``, shifted batch ``L*c``, butterfly ping-pong
 ``2*L*c`` and output ``L*c`` elements at the widest point; the memory planner reads the exact
 figure from XLA.
@@ -30,15 +36,19 @@ from jaxtyping import Array, UInt64
 
 from jaxstark.errors import ShapeError
 from jaxstark.field import goldilocks as gl
+from jaxstark.kernels import switch
 from jaxstark.ntt import (
     MAX_LOG_N,
     NTTTables,
+    _bit_reverse_iota,
     _bit_reverse_rows,
     _dif_levels,
     _intt_core,
     _make_tables,
     _target_device,
     check_rows,
+    dif_bitrev,
+    dit_natural,
     resolve_tables,
 )
 
@@ -107,7 +117,7 @@ def lde_tables(log_n: int, blowup: int, offset: int = DEFAULT_OFFSET) -> LDETabl
     return _cached(int(log_n), log_blowup, int(offset), _target_device())
 
 
-def _evaluate_core(coeffs: Array, tables: LDETables) -> Array:
+def _evaluate_reference(coeffs: Array, tables: LDETables) -> Array:
     n = coeffs.shape[0]
     batch = coeffs.shape[1:]
     b = 1 << tables.log_blowup
@@ -117,8 +127,46 @@ def _evaluate_core(coeffs: Array, tables: LDETables) -> Array:
     return y.reshape(n * b, *batch)
 
 
+def _extend_bitrev(coeffs_br: Array, tables: LDETables, scale: Array | None = None) -> Array:
+    """The LDE from coefficients in bit-reversed order (optionally times ``scale``): shift,
+    then DIT straight to natural order."""
+    n = coeffs_br.shape[0]
+    batch = coeffs_br.shape[1:]
+    b = 1 << tables.log_blowup
+    shifts = jnp.take(tables.shifts, _bit_reverse_iota(tables.log_n), axis=0) if n > 1 else tables.shifts
+    if scale is not None:
+        shifts = gl._mul(shifts, scale)
+    y = gl._mul(coeffs_br[:, None], shifts.reshape(n, b, *((1,) * len(batch))))
+    return dit_natural(y, tables.ntt.forward).reshape(n * b, *batch)
+
+
+def _evaluate_core(coeffs: Array, tables: LDETables) -> Array:
+    def kernel(c, t):
+        return _extend_bitrev(_bit_reverse_rows(c, t.log_n), t)
+
+    return switch(_evaluate_reference, kernel, coeffs, tables)
+
+
+def _interpolate_extend(trace: Array, tables: LDETables) -> tuple[Array, Array]:
+    """``(coefficients, LDE)`` of a trace: what the commitment rounds keep."""
+
+    def reference(x, t):
+        coeffs = _intt_core(x, t.ntt)
+        return coeffs, _evaluate_reference(coeffs, t)
+
+    def kernel(x, t):
+        coeffs_br = dif_bitrev(x, t.ntt.inverse)
+        coeffs = gl._mul(_bit_reverse_rows(coeffs_br, t.log_n), t.ntt.n_inv)
+        return coeffs, _extend_bitrev(coeffs_br, t, t.ntt.n_inv)
+
+    return switch(reference, kernel, trace, tables)
+
+
 def _lde_core(trace: Array, tables: LDETables) -> Array:
-    return _evaluate_core(_intt_core(trace, tables.ntt), tables)
+    def kernel(x, t):
+        return _extend_bitrev(dif_bitrev(x, t.ntt.inverse), t, t.ntt.n_inv)
+
+    return switch(lambda x, t: _evaluate_reference(_intt_core(x, t.ntt), t), kernel, trace, tables)
 
 
 _evaluate_jit = jax.jit(_evaluate_core)

@@ -18,8 +18,11 @@ Transform
 ---------
 :func:`ntt` maps coefficients ``c_k`` (natural order) to evaluations ``y_i = sum_k c_k w^(ik)``
 at ``w^i`` for ``i = 0..n-1`` (natural order), ``w = gl.root_of_unity(log2 n)``. :func:`intt`
-is its inverse. Internally: radix-2 decimation in frequency (Gentleman-Sande), one pass over
-memory per level, then a bit-reversal gather.
+is its inverse. Internally: decimation in frequency (Gentleman-Sande) to bit-reversed order,
+then a bit-reversal gather. The butterflies are :func:`dif_bitrev`: on a CUDA device the
+radix-2^r Pallas kernel of :mod:`jaxstark.kernels.ntt` (several levels per pass over memory),
+elsewhere -- and as its reference -- plain ``jnp`` radix-2, one pass per level
+(:func:`_dif_levels`). :mod:`jaxstark.kernels` says how the choice is made.
 
 Twiddles are computed once per size by :func:`ntt_tables` (cached; an :class:`NTTTables`
 PyTree) and passed to the jitted transform as *arguments*, never baked into the program as
@@ -41,6 +44,9 @@ from jaxtyping import Array, UInt64
 from jaxstark.errors import ShapeError
 from jaxstark.field import goldilocks as gl
 from jaxstark.field._check import field_array
+from jaxstark.kernels import interpret as _interpret
+from jaxstark.kernels import ntt as _kntt
+from jaxstark.kernels import switch
 
 __all__ = [
     "NTTTables",
@@ -161,12 +167,36 @@ def _dif_levels(x: Array, twiddles: Array, log_n: int) -> Array:
     return x
 
 
+def dif_bitrev(x: Array, roots: Array) -> Array:
+    """DIF butterflies along axis 0 (natural in, bit-reversed out, unscaled) with
+    ``roots[j] = w^j``: the Pallas kernel on CUDA, :func:`_dif_levels` elsewhere. Traceable."""
+    log_n = x.shape[0].bit_length() - 1
+    return switch(
+        lambda a, w: _dif_levels(a, w, log_n),
+        lambda a, w: _kntt.dif(a, w, interpret=_interpret()),
+        x,
+        roots,
+    )
+
+
+def dit_natural(x: Array, roots: Array) -> Array:
+    """DIT butterflies along axis 0 (bit-reversed in, natural out, unscaled): the Pallas kernel
+    on CUDA; elsewhere a bit-reversal and :func:`_dif_levels` (the same transform). Traceable."""
+    log_n = x.shape[0].bit_length() - 1
+    return switch(
+        lambda a, w: _bit_reverse_rows(_dif_levels(_bit_reverse_rows(a, log_n), w, log_n), log_n),
+        lambda a, w: _kntt.dit(a, w, interpret=_interpret()),
+        x,
+        roots,
+    )
+
+
 def _ntt_core(x: Array, tables: NTTTables) -> Array:
-    return _bit_reverse_rows(_dif_levels(x, tables.forward, tables.log_n), tables.log_n)
+    return _bit_reverse_rows(dif_bitrev(x, tables.forward), tables.log_n)
 
 
 def _intt_core(x: Array, tables: NTTTables) -> Array:
-    y = _bit_reverse_rows(_dif_levels(x, tables.inverse, tables.log_n), tables.log_n)
+    y = _bit_reverse_rows(dif_bitrev(x, tables.inverse), tables.log_n)
     return gl._mul(y, tables.n_inv)
 
 

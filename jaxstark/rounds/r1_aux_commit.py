@@ -21,10 +21,9 @@ import jax
 from jaxtyping import Array, Bool, UInt8, UInt64
 
 from jaxstark.air import AIR
-from jaxstark.lde import _evaluate_core
+from jaxstark.lde import _interpolate_extend
 from jaxstark.logup import build_aux
 from jaxstark.merkle import _build
-from jaxstark.ntt import _intt_core
 from jaxstark.rounds.domain import Domain
 from jaxstark.transcript import Transcript
 
@@ -57,8 +56,7 @@ def absorb_aux(tr: Transcript, root: UInt8[Array, " 32"], sums: UInt64[Array, " 
 def _commit(trace: UInt64[Array, " n c"], domain: Domain, challenges: UInt64[Array, " 2 3"], air: AIR,
             hash_name: str) -> AuxCommitment:  # fmt: skip
     aux, sums, degenerate = build_aux(air, trace, challenges[0], challenges[1])
-    coeffs = _intt_core(aux.reshape(domain.n, -1), domain.lde.ntt)
-    lde = _evaluate_core(coeffs, domain.lde)
+    coeffs, lde = _interpolate_extend(aux.reshape(domain.n, -1), domain.lde)
     return AuxCommitment(lde, coeffs, _build(lde, hash_name), sums, degenerate)
 
 

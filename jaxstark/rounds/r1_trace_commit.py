@@ -15,9 +15,8 @@ import equinox as eqx
 import jax
 from jaxtyping import Array, UInt8, UInt64
 
-from jaxstark.lde import _evaluate_core
+from jaxstark.lde import _interpolate_extend
 from jaxstark.merkle import _build
-from jaxstark.ntt import _intt_core
 from jaxstark.rounds.domain import Domain
 from jaxstark.transcript import Transcript
 
@@ -35,8 +34,7 @@ class TraceCommitment(eqx.Module):
 
 
 def _commit(trace: UInt64[Array, " n c"], domain: Domain, hash_name: str) -> TraceCommitment:
-    coeffs = _intt_core(trace, domain.lde.ntt)
-    lde = _evaluate_core(coeffs, domain.lde)
+    coeffs, lde = _interpolate_extend(trace, domain.lde)
     return TraceCommitment(lde, coeffs, _build(lde, hash_name))
 
 

@@ -1,0 +1,59 @@
+"""Hand-written device kernels (Pallas, Triton backend) and where they are used.
+
+Every kernel here has a plain ``jnp`` twin elsewhere in the package -- the CPU path and the
+reference it is tested against bit for bit. Which one runs is decided per *platform* when a
+program is lowered, not per call: :func:`switch` wraps :func:`jax.lax.platform_dependent`, so
+one traced program lowers to the kernel on a CUDA device and to the ``jnp`` twin on the CPU.
+The memory planner compiles for the device it will run on and so sees the kernel's buffers.
+
+``JAXSTARK_KERNELS`` (read once, at import) chooses the posture:
+
+* ``auto`` (default): kernels on CUDA devices, ``jnp`` elsewhere;
+* ``jnp``: never use the kernels (the baseline the benchmarks compare against);
+* ``interpret``: run the kernels everywhere, in Pallas' interpreter off the GPU -- slow, for
+  testing the kernels' logic on a CPU at small sizes.
+
+Modules: :mod:`.ntt` (radix-2^r butterfly passes along the row axis).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import jax
+
+__all__ = ["MODE", "MODES", "switch", "interpret", "kernel_platforms"]
+
+MODES = ("auto", "jnp", "interpret")
+
+
+def _mode_from_env() -> str:
+    mode = os.environ.get("JAXSTARK_KERNELS", "auto").strip().lower() or "auto"
+    if mode not in MODES:
+        raise ValueError(f"JAXSTARK_KERNELS must be one of {', '.join(MODES)}; got {mode!r}")
+    return mode
+
+
+MODE = _mode_from_env()
+
+
+def interpret() -> bool:
+    """Whether kernels run in Pallas' interpreter (the ``interpret`` posture)."""
+    return MODE == "interpret"
+
+
+def kernel_platforms() -> tuple[str, ...]:
+    """Platforms whose lowering uses the kernels under the current posture."""
+    return {"auto": ("cuda",), "jnp": (), "interpret": ("cpu", "cuda")}[MODE]
+
+
+def switch(reference: Callable, kernel: Callable, *args):
+    """``kernel(*args)`` where the posture puts kernels on the lowering platform, else
+    ``reference(*args)``. Both must return the same shapes and dtypes (and the same values)."""
+    platforms = kernel_platforms()
+    if not platforms:
+        return reference(*args)
+    if MODE == "interpret":
+        return kernel(*args)
+    return jax.lax.platform_dependent(*args, default=reference, **{p: kernel for p in platforms})

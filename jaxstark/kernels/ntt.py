@@ -1,0 +1,164 @@
+"""Radix-2^r NTT passes along the row axis, as Pallas (Triton) kernels.
+
+The plain ``jnp`` transform (:mod:`jaxstark.ntt`) makes one pass over memory per radix-2
+level, so a size-2^22 transform reads and writes its data 22 times. Here ``r`` consecutive
+levels (radix ``R = 2^r``) run in one pass: a ``(n, C)`` array is viewed, at no cost, as
+``(n / (R t), R, t, C)`` where ``t`` is the pass's smallest stride, so row
+``i = q R t + k t + u``. One program loads the ``R`` slices ``k = 0..R-1`` of a block of
+``(q, u, column)`` lanes as ``R`` separate vectors -- the ``R`` rows one butterfly group
+touches -- and runs the ``r`` levels between them element-wise, in registers, before writing
+them back. No shuffles are needed, every load and store walks whole rows (contiguous columns),
+and every pass may run in place (its blocks are disjoint), so a transform holds its input and
+one output buffer.
+
+Two directions, the two halves of every LDE (no bit-reversal pass between them):
+
+* :func:`dif` -- decimation in frequency (Gentleman-Sande): natural-order input, output in
+  bit-reversed order; passes from the largest stride down.
+* :func:`dit` -- decimation in time (Cooley-Tukey): bit-reversed input, natural-order output;
+  passes from stride 1 up.
+
+Both take the transform's root table ``roots[j] = w^j`` (``j < n/2``; ``NTTTables.forward`` or
+``.inverse``). The level with half-size ``s`` multiplies by ``w_2s^(i mod s)``; inside a pass
+that factor depends only on ``(k, u)``, so each pass reads an ``(R, t)`` table
+(row ``m = 2^j + (k mod 2^j)`` for level ``j`` of the pass, row 0 unused), gathered from
+``roots`` by the surrounding XLA program.
+
+Field arithmetic is :mod:`jaxstark.field.goldilocks`'s ``_add/_sub/_mul``, which avoid the two
+Triton traps (no ``lax.mulhi``, no ``uint64`` literal >= 2^63).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+from jaxtyping import Array, UInt64
+
+from jaxstark.field import goldilocks as gl
+
+__all__ = ["Tiling", "TILING", "pass_plan", "dif", "dit"]
+
+
+class Tiling(NamedTuple):
+    """Launch shape of a pass: at most ``2^max_radix_log2`` rows per butterfly group, vectors
+    of about ``lanes`` elements (``block_cols`` contiguous columns each), Triton warps."""
+
+    max_radix_log2: int = 4
+    lanes: int = 256
+    block_cols: int = 32
+    num_warps: int = 4
+
+
+TILING = Tiling()
+
+
+def pass_plan(log_n: int, max_radix_log2: int) -> list[tuple[int, int]]:
+    """``(log2 t, r)`` for each pass of a DIF transform, largest stride first: the ``log_n``
+    levels split into as few passes as the radix allows, as evenly as possible."""
+    if log_n == 0:
+        return []
+    passes = -(-log_n // max_radix_log2)
+    sizes = [log_n // passes + (1 if p < log_n % passes else 0) for p in range(passes)]
+    plan, done = [], 0
+    for r in sizes:
+        done += r
+        plan.append((log_n - done, r))
+    return plan
+
+
+def _pow2_ceil(x: int) -> int:
+    return 1 << max(0, (x - 1).bit_length())
+
+
+def _twiddles(roots: Array, log_n: int, log_t: int, r: int) -> Array:
+    """The pass's ``(R, t)`` factors: row ``m = 2^j + c`` (level ``j``, ``c = k mod 2^j``) at
+    column ``u`` is ``w_2s^(c t + u)`` with ``s = 2^j t``, i.e. ``roots[(c t + u) n / 2s]``."""
+    big_r, t = 1 << r, 1 << log_t
+    m = np.arange(big_r)
+    j = np.maximum(m, 1).astype(np.int64)
+    j = np.floor(np.log2(j)).astype(np.int64)
+    first = (m - (1 << j)) * t  # c * t
+    scale = np.where(m > 0, (1 << log_n) >> (j + 1 + log_t), 0)  # n / (2s); row 0 -> index 0
+    u = jnp.arange(t, dtype=jnp.int32)
+    idx = (jnp.asarray(first, jnp.int32)[:, None] + u[None, :]) * jnp.asarray(scale, jnp.int32)[:, None]
+    return roots[idx]
+
+
+def _butterflies(x_ref, tw_ref, o_ref, *, r: int, dif: bool):
+    big_r = 1 << r
+    v = [x_ref[:, k, :, :] for k in range(big_r)]
+    levels = range(r - 1, -1, -1) if dif else range(r)
+    for j in levels:
+        h = 1 << j
+        for k in range(big_r):
+            if k & h:
+                continue
+            w = tw_ref[h + (k % h), :][None, :, None]
+            a, b = v[k], v[k + h]
+            if dif:
+                v[k], v[k + h] = gl._add(a, b), gl._mul(gl._sub(a, b), w)
+            else:
+                bw = gl._mul(b, w)
+                v[k], v[k + h] = gl._add(a, bw), gl._sub(a, bw)
+    for k in range(big_r):
+        o_ref[:, k, :, :] = v[k]
+
+
+def _run_pass(x: Array, tw: Array, log_t: int, r: int, dif: bool, tiling: Tiling, interpret: bool) -> Array:
+    n, cols = x.shape
+    big_r, t = 1 << r, 1 << log_t
+    q = n // (big_r * t)
+    bc = min(_pow2_ceil(cols), tiling.block_cols)
+    bt = min(t, max(1, tiling.lanes // bc))
+    bq = min(q, max(1, tiling.lanes // (bc * bt)))
+    grid = (q // bq, t // bt, pl.cdiv(cols, bc))
+    block = pl.BlockSpec((bq, big_r, bt, bc), lambda i, j, c: (i, 0, j, c))
+    kwargs = {}
+    if not interpret:
+        from jax.experimental.pallas import triton as plt
+
+        kwargs["compiler_params"] = plt.CompilerParams(num_warps=tiling.num_warps, num_stages=1)
+    y = pl.pallas_call(
+        functools.partial(_butterflies, r=r, dif=dif),
+        out_shape=jax.ShapeDtypeStruct((q, big_r, t, cols), x.dtype),
+        grid=grid,
+        in_specs=[block, pl.BlockSpec((big_r, bt), lambda i, j, c: (0, j))],
+        out_specs=block,
+        input_output_aliases={0: 0},
+        interpret=interpret,
+        name=f"ntt_{'dif' if dif else 'dit'}_r{r}",
+        **kwargs,
+    )(x.reshape(q, big_r, t, cols), tw)
+    return y.reshape(n, cols)
+
+
+def _transform(x: Array, roots: Array, dif: bool, interpret: bool, tiling: Tiling) -> Array:
+    n = x.shape[0]
+    log_n = n.bit_length() - 1
+    batch = x.shape[1:]
+    y = x.reshape(n, -1) if batch else x.reshape(n, 1)
+    plan = pass_plan(log_n, tiling.max_radix_log2)
+    for log_t, r in plan if dif else plan[::-1]:
+        y = _run_pass(y, _twiddles(roots, log_n, log_t, r), log_t, r, dif, tiling, interpret)
+    return y.reshape(x.shape)
+
+
+def dif(
+    x: UInt64[Array, " n *batch"], roots: UInt64[Array, " half"], *, interpret: bool = False, tiling: Tiling = TILING
+) -> UInt64[Array, " n *batch"]:
+    """Radix-2^r DIF along axis 0: natural-order input, bit-reversed output (no scaling).
+    ``roots[j] = w^j`` for ``j < n/2``. Traceable; n a power of two."""
+    return _transform(x, roots, True, interpret, tiling)
+
+
+def dit(
+    x: UInt64[Array, " n *batch"], roots: UInt64[Array, " half"], *, interpret: bool = False, tiling: Tiling = TILING
+) -> UInt64[Array, " n *batch"]:
+    """Radix-2^r DIT along axis 0: bit-reversed input, natural-order output (no scaling).
+    ``roots[j] = w^j`` for ``j < n/2``. Traceable; n a power of two."""
+    return _transform(x, roots, False, interpret, tiling)

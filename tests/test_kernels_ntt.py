@@ -1,0 +1,118 @@
+"""The radix-2^r NTT kernels (jaxstark.kernels.ntt) against the plain jnp transforms, bit for
+bit: in Pallas' interpreter on the CPU at small sizes, through the Triton lowering (which runs
+on any machine), and at full size on a GPU."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxstark.kernels as kernels
+from jaxstark import gl, lde, ntt
+from jaxstark.kernels import ntt as kn
+
+SMALL = kn.Tiling(max_radix_log2=3, lanes=32, block_cols=8)
+
+
+@pytest.mark.parametrize(
+    ("log_n", "shape", "tiling"),
+    [
+        (0, (3,), SMALL),
+        (1, (2,), SMALL),
+        (4, (), SMALL),  # a single column
+        (5, (5,), kn.Tiling(max_radix_log2=2, lanes=16, block_cols=4)),
+        (7, (2, 3), SMALL),  # extension-shaped batch, non-power-of-two columns
+        (8, (19,), kn.Tiling(max_radix_log2=4, lanes=64, block_cols=16)),
+    ],
+)
+def test_dif_and_dit_match_the_reference(log_n, shape, tiling):
+    x = gl.random(jax.random.PRNGKey(log_n), (1 << log_n, *shape))
+    tables = ntt.ntt_tables(log_n)
+    for roots in (tables.forward, tables.inverse):
+        got = kn.dif(x, roots, interpret=True, tiling=tiling)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(ntt._dif_levels(x, roots, log_n)))
+        # DIT takes bit-reversed input to natural order: the same transform as DIF + reversal
+        got = kn.dit(ntt._bit_reverse_rows(x, log_n), roots, interpret=True, tiling=tiling)
+        want = ntt._bit_reverse_rows(ntt._dif_levels(x, roots, log_n), log_n)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_the_transform_is_the_ntt_by_definition():
+    """Independent of the reference: y_i = sum_k c_k w^(ik) with Python integers."""
+    log_n = 4
+    c = np.asarray(gl.random(jax.random.PRNGKey(9), (1 << log_n, 2)))
+    w = gl.root_of_unity(log_n)
+    want = [[sum(int(c[k, j]) * pow(w, i * k, gl.P) for k in range(16)) % gl.P for j in range(2)] for i in range(16)]
+    roots = ntt.ntt_tables(log_n).forward
+    y = kn.dit(ntt._bit_reverse_rows(jnp.asarray(c), log_n), roots, interpret=True, tiling=SMALL)
+    assert np.asarray(y).tolist() == want
+
+
+@pytest.mark.parametrize("log_n", [0, 1, 5, 12, 22, 23])
+@pytest.mark.parametrize("radix", [1, 3, 4, 5])
+def test_pass_plan_covers_every_level_once(log_n, radix):
+    plan = kn.pass_plan(log_n, radix)
+    assert sum(r for _, r in plan) == log_n
+    assert all(1 <= r <= radix for _, r in plan)
+    assert len(plan) == -(-log_n // radix)
+    # strides: each pass starts where the previous one stopped, ending at stride 1
+    expect = log_n
+    for log_t, r in plan:
+        assert log_t == expect - r
+        expect = log_t
+    assert not plan or plan[-1][0] == 0
+
+
+@pytest.mark.parametrize("cols", [1, 62, 632])
+def test_kernels_lower_to_triton(cols):
+    """The Pallas -> Triton lowering (no GPU needed) accepts both directions: no mulhi, no
+    uint64 literal >= 2^63, power-of-two value shapes, also under vmap."""
+    x = jax.ShapeDtypeStruct((1 << 12, cols), jnp.uint64)
+    roots = jax.ShapeDtypeStruct((1 << 11,), jnp.uint64)
+    for fn in (kn.dif, kn.dit):
+        text = jax.jit(fn).trace(x, roots).lower(lowering_platforms=("cuda",)).as_text()
+        assert "triton" in text
+    xs = jax.ShapeDtypeStruct((3, 1 << 8, cols), jnp.uint64)
+    jax.jit(jax.vmap(kn.dif, (0, None))).trace(xs, jax.ShapeDtypeStruct((128,), jnp.uint64)).lower(
+        lowering_platforms=("cuda",)
+    )
+
+
+def test_lde_paths_agree_in_the_interpreter(monkeypatch):
+    """With the posture forced to ``interpret`` the LDE entry points take the kernel path
+    (bit-reversed coefficients, no permutation of the LDE) and still match the jnp path."""
+    x = gl.random(jax.random.PRNGKey(3), (1 << 5, 3))
+    tables = lde.lde_tables(5, 4)
+    fns = {
+        "lde": lambda a, t: lde._lde_core(a, t),
+        "evaluate": lambda a, t: lde._evaluate_core(a, t),
+        "both": lambda a, t: lde._interpolate_extend(a, t),
+        "ntt": lambda a, t: ntt._ntt_core(a, t.ntt),
+        "intt": lambda a, t: ntt._intt_core(a, t.ntt),
+    }
+    want = {k: jax.jit(f)(x, tables) for k, f in fns.items()}
+    monkeypatch.setattr(kernels, "MODE", "interpret")
+    for k, f in fns.items():
+        got = jax.jit(f)(x, tables)  # a new function object: traced again, now with kernels
+        for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want[k]), strict=True):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w), err_msg=k)
+
+
+def test_the_cpu_lowering_never_contains_a_kernel():
+    x = jax.ShapeDtypeStruct((1 << 10, 4), jnp.uint64)
+    text = jax.jit(lde._lde_core).lower(x, lde.lde_tables(10, 2)).as_text()
+    assert "triton" not in text
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("log_n", "cols", "blowup"), [(20, 64, 2), (18, 62, 4), (16, 316, 2)])
+def test_kernels_match_the_cpu_at_full_size(log_n, cols, blowup):
+    cpu, gpu = jax.devices("cpu")[0], jax.devices("gpu")[0]
+    x = np.asarray(gl.random(jax.random.PRNGKey(log_n), (1 << log_n, cols)))
+    out = {}
+    for dev in (cpu, gpu):
+        with jax.default_device(dev):
+            a = jax.device_put(x, dev)
+            out[dev.platform] = [np.asarray(v) for v in (ntt.ntt(a), ntt.intt(a), lde.coset_lde(a, blowup))]
+    for a, b in zip(out["cpu"], out["gpu"], strict=True):
+        np.testing.assert_array_equal(a, b)
