@@ -78,10 +78,19 @@ def _canon(x: Elt) -> Elt:
     return jnp.where(s < x, s, x)
 
 
+def _fold(s: Elt, wrapped: Elt) -> Elt:
+    """The canonical value of ``s + 2^64 * wrapped`` for a sum that wrapped at most once and,
+    if it did, is below ``p - 2^32`` (true for a sum of two canonical values, and for the last
+    step of :func:`_reduce128`): either way the answer is ``s`` or ``s + (2^32 - 1)``. One select
+    instead of two: ``u = s + eps`` is right when the sum wrapped or when ``s >= p`` (then ``u``
+    itself wraps to ``s - p``)."""
+    u = s + _EPS
+    return jnp.where(wrapped | (u < s), u, s)
+
+
 def _add(a: Elt, b: Elt) -> Elt:
     s = a + b
-    s = jnp.where(s < a, s + _EPS, s)  # wrapped past 2^64: add 2^64 mod p
-    return _canon(s)
+    return _fold(s, s < a)
 
 
 def _sub(a: Elt, b: Elt) -> Elt:
@@ -106,10 +115,9 @@ def _reduce128(lo: Elt, hi: Elt) -> Elt:
     hi_lo = hi & _M32
     t0 = lo - hi_hi
     t0 = jnp.where(lo < hi_hi, t0 - _EPS, t0)
-    t1 = hi_lo * _EPS
+    t1 = (hi_lo << _S32) - hi_lo  # hi_lo * (2^32 - 1) <= (2^32 - 1)^2, without a multiply
     t2 = t0 + t1
-    t2 = jnp.where(t2 < t1, t2 + _EPS, t2)
-    return _canon(t2)
+    return _fold(t2, t2 < t1)
 
 
 def _mul(a: Elt, b: Elt) -> Elt:

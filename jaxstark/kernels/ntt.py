@@ -89,9 +89,19 @@ def _twiddles(roots: Array, log_n: int, log_t: int, r: int) -> Array:
     return roots[idx]
 
 
-def _butterflies(x_ref, tw_ref, o_ref, *, r: int, dif: bool):
+def _butterflies(x_ref, tw_ref, o_ref, *, r: int, dif: bool, mask_cols: int):
+    """One pass: ``r`` levels on the ``R`` row slices of a block. ``mask_cols`` (the row
+    width, or 0) masks the columns of an overhanging last column block."""
     big_r = 1 << r
-    v = [x_ref[:, k, :, :] for k in range(big_r)]
+    bq, _, bt, bc = x_ref.shape
+    if mask_cols:  # Triton addresses raw memory: overhanging columns would be the next row's
+        from jax.experimental.pallas import triton as plt
+
+        live = mask_cols - pl.program_id(2) * bc
+        mask = jax.lax.broadcasted_iota(jnp.int32, (bq, bt, bc), 2) < live
+        v = [plt.load(x_ref.at[:, k, :, :], mask=mask, other=0) for k in range(big_r)]
+    else:
+        v = [x_ref[:, k, :, :] for k in range(big_r)]
     levels = range(r - 1, -1, -1) if dif else range(r)
     for j in levels:
         h = 1 << j
@@ -106,7 +116,10 @@ def _butterflies(x_ref, tw_ref, o_ref, *, r: int, dif: bool):
                 bw = gl._mul(b, w)
                 v[k], v[k + h] = gl._add(a, bw), gl._sub(a, bw)
     for k in range(big_r):
-        o_ref[:, k, :, :] = v[k]
+        if mask_cols:
+            plt.store(o_ref.at[:, k, :, :], v[k], mask=mask)
+        else:
+            o_ref[:, k, :, :] = v[k]
 
 
 def _run_pass(x: Array, tw: Array, log_t: int, r: int, dif: bool, tiling: Tiling, interpret: bool) -> Array:
@@ -119,12 +132,14 @@ def _run_pass(x: Array, tw: Array, log_t: int, r: int, dif: bool, tiling: Tiling
     grid = (q // bq, t // bt, pl.cdiv(cols, bc))
     block = pl.BlockSpec((bq, big_r, bt, bc), lambda i, j, c: (i, 0, j, c))
     kwargs = {}
+    # the interpreter pads overhanging blocks itself; a Triton kernel must mask them
+    mask_cols = cols if cols % bc and not interpret else 0
     if not interpret:
         from jax.experimental.pallas import triton as plt
 
         kwargs["compiler_params"] = plt.CompilerParams(num_warps=tiling.num_warps, num_stages=1)
     y = pl.pallas_call(
-        functools.partial(_butterflies, r=r, dif=dif),
+        functools.partial(_butterflies, r=r, dif=dif, mask_cols=mask_cols),
         out_shape=jax.ShapeDtypeStruct((q, big_r, t, cols), x.dtype),
         grid=grid,
         in_specs=[block, pl.BlockSpec((big_r, bt), lambda i, j, c: (0, j))],
