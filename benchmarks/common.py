@@ -46,15 +46,17 @@ def report(title: str, columns: list[tuple[str, str, str]], rows: list[dict], pa
     """Print ``rows`` as a table (``columns``: key, header, format) and write them as JSON."""
     dev = jax.devices()[0]
     print(f"{title} -- device: {dev.device_kind} ({dev.platform}), jax {jax.__version__}")
-    widths = [24] + [max(len(h), 10) for _, h, _ in columns[1:]]
+    cells = [[format(r[key], fmt) for key, _, fmt in columns] for r in rows]
+    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, (_, h, _) in enumerate(columns)]
+    widths = [max(widths[0], 24)] + [max(w, 10) for w in widths[1:]]
 
     def line(cells: list[str]) -> str:
         padded = [c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
         return "  ".join(padded)
 
     print(line([h for _, h, _ in columns]))
-    for r in rows:
-        print(line([format(r[key], fmt) for key, _, fmt in columns]))
+    for c in cells:
+        print(line(c))
     meta = dict(
         device=dev.device_kind,
         platform=dev.platform,

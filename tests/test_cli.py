@@ -197,12 +197,14 @@ def test_a_trace_that_violates_its_air_is_refused_without_a_proof(tmp_path):
 
 
 def test_bench_runs_the_suite_quickly():
-    out = jaxstark("bench", "--quick")  # ntt, merkle, stark at tiny sizes (JSON to benchmarks/out/, not tracked)
+    out = jaxstark("bench", "--quick")  # speed, ntt, merkle, stark at tiny sizes (JSON to benchmarks/out/)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    assert "== ntt" in out.stdout and "== merkle" in out.stdout and "== stark" in out.stdout
+    for name in ("speed", "ntt", "merkle", "stark"):
+        assert f"== {name}" in out.stdout
+    assert "Speed suite" in out.stdout and "commit" in out.stdout
     assert out.stdout.count("cpu-exact") >= 12  # the merkle table: every hash, every size
     assert "fibonacci 2^3 x 2 b2" in out.stdout
-    assert out.stdout.count(" ok ") == 3 and "FAILED" not in out.stdout
+    assert out.stdout.count(" ok ") == 4 and "FAILED" not in out.stdout
 
 
 def test_demo_is_the_default_and_checks_itself():

@@ -12,6 +12,7 @@ from jaxstark.cli.common import OK, REJECTED, CliError, subcommand
 
 # script, what it measures, its arguments for --quick (tiny sizes: a smoke test of the suite)
 SUITE: dict[str, tuple[str, list[str]]] = {
+    "speed": ("NTT, LDE, Merkle trees and the trace commit: time, bandwidth, targets", ["--quick", "--repeats", "2"]),
     "ntt": ("NTT and coset LDE against the device's copy bandwidth", ["--quick", "--repeats", "2"]),
     "merkle": ("leaf hashing and Merkle trees, per hash", ["--quick", "--repeats", "1"]),
     "stark": ("prove and verify the examples", ["--sizes", "3", "--alu-sizes", "", "--blowups", "2",
@@ -22,7 +23,7 @@ SUITE: dict[str, tuple[str, list[str]]] = {
     "chunks": ("a tall ALU table through chunk groups on 1 and 2 devices (GPU)", []),
     "row_floor": ("where the accelerator overtakes the host CPU (GPU)", []),
 }  # fmt: skip
-DEFAULT = ("ntt", "merkle", "stark")
+DEFAULT = ("speed", "ntt", "merkle", "stark")
 
 HELP = """Run the benchmark suite: each script of benchmarks/ prints a table and writes JSON to
 benchmarks/out/ (recorded results, with date, device and command: benchmarks/RESULTS.md).
