@@ -11,7 +11,7 @@ import jaxstark.kernels as kernels
 from jaxstark import gl, lde, ntt
 from jaxstark.kernels import ntt as kn
 
-SMALL = kn.Tiling(max_radix_log2=3, lanes=32, block_cols=8)
+SMALL = kn.Tiling(max_radix_log2=3, lanes=64, block_cols=8)
 
 
 @pytest.mark.parametrize(
@@ -20,9 +20,9 @@ SMALL = kn.Tiling(max_radix_log2=3, lanes=32, block_cols=8)
         (0, (3,), SMALL),
         (1, (2,), SMALL),
         (4, (), SMALL),  # a single column
-        (5, (5,), kn.Tiling(max_radix_log2=2, lanes=16, block_cols=4)),
-        (7, (2, 3), SMALL),  # extension-shaped batch, non-power-of-two columns
-        (8, (19,), kn.Tiling(max_radix_log2=4, lanes=64, block_cols=16)),
+        (5, (5,), kn.Tiling(max_radix_log2=2, lanes=32, block_cols=4)),
+        (6, (2, 3), SMALL),  # extension-shaped batch, columns overhanging the block
+        (7, (19,), kn.Tiling(max_radix_log2=4, lanes=256, block_cols=16)),
     ],
 )
 def test_dif_and_dit_match_the_reference(log_n, shape, tiling):
