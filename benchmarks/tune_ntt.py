@@ -56,6 +56,7 @@ def main(argv=None) -> None:
                 rows.append((float("inf"), tiling, f"failed: {str(e).splitlines()[0][:80]}"))
                 continue
             rows.append((ms, tiling, "exact" if ok else "MISMATCH"))
+            print(f"  ... {ms:8.2f} ms  {tiling}", flush=True)  # as it goes: a sweep can be cut short
         print(
             f"\n{kind} 2^{log_n} x {cols}: one-pass floor {floor_ms:.2f} ms, passes at radix 4: "
             f"{len(kn.pass_plan(log_n, 4))}"
