@@ -33,6 +33,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import bench_ntt
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -101,34 +102,20 @@ def _leaves(out) -> list[np.ndarray]:
     return [np.asarray(v) for v in jax.tree.leaves(out)]
 
 
-def check(op: str, hash_name: str, fn, args, out) -> str:
-    """Bit-exact against the CPU backend (small), or sampled rows/roots against it (large)."""
+def check(op: str, log_n: int, cols: int, blowup: int, hash_name: str, fn, args, out) -> str:
+    """Bit-exact against the CPU backend (small), or sampled rows/paths against it (large)."""
+    if op in ("ntt", "lde"):  # the NTT benchmark's check: CPU-exact, or sampled rows by Horner
+        return bench_ntt.check(op, log_n, cols, blowup, fn, args)
     cpu = jax.devices("cpu")[0]
     if jax.devices()[0].platform == "cpu":
         return "cpu"
-    if args[0].shape[0] <= 1 << 12:  # small: everything against the CPU backend
+    x = np.asarray(args[0])
+    if x.shape[0] <= 1 << 12:  # small: everything against the CPU backend
         with jax.default_device(cpu):
             want = fn(*jax.device_put(args, cpu))
         ok = all(np.array_equal(a, b) for a, b in zip(_leaves(out), _leaves(want), strict=True))
         return "cpu-exact" if ok else "MISMATCH"
-    x = np.asarray(args[0])
     rng = np.random.default_rng(0)
-    if op in ("ntt", "lde"):  # sampled output rows, evaluated directly from the interpolant
-        n, out = x.shape[0], np.asarray(out)
-        rows = rng.integers(0, out.shape[0], size=3)
-        c = rng.integers(0, x.shape[1])
-        coeffs = x[:, c] if op == "ntt" else np.asarray(ntt.intt(jax.device_put(x[:, c : c + 1], cpu)))[:, 0]
-        log_big = out.shape[0].bit_length() - 1
-        w = gl.root_of_unity(log_big)
-        offset = 1 if op == "ntt" else lde.DEFAULT_OFFSET
-        for r in rows:
-            pt = offset * pow(w, int(r), gl.P) % gl.P
-            acc = 0
-            for k in range(n - 1, -1, -1):
-                acc = (acc * pt + int(coeffs[k])) % gl.P
-            if acc != int(out[r, c]):
-                return "MISMATCH"
-        return "sampled-exact"
     if op == "ntt-br":  # equals the natural-order transform, permuted
         nat = np.asarray(ntt.ntt(jax.device_put(x, jax.devices()[0])))
         rev = ntt.bit_reverse_indices(x.shape[0].bit_length() - 1)
@@ -156,7 +143,7 @@ def run_cases(cases, repeats: int, bandwidth: float) -> list[dict]:
     for op, log_n, cols, blowup, hash_name, target in cases:
         fn, args = build(op, log_n, cols, blowup, hash_name)
         compiled, compile_s = compile_timed(fn, *args)
-        status = check(op, hash_name, fn, args, compiled(*args))
+        status = check(op, log_n, cols, blowup, hash_name, compiled, args, compiled(*args))
         ms = median(timed(compiled, *args, repeats=repeats)) * 1e3
         moved = bytes_moved(op, log_n, cols, blowup)
         rate = moved / (ms / 1e3)
