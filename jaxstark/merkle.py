@@ -8,7 +8,14 @@ column contributes its three coordinates in order) and hashed with ``hash.hash_r
 
 The tree is **one array** ``nodes: uint8[2n, 32]`` in heap order: ``nodes[1]`` is the root, node
 ``v`` has children ``2v`` and ``2v + 1``, leaf ``i`` sits at ``n + i``; ``nodes[0]`` is unused
-(zero). Device memory: ``2n * 32`` bytes for the tree, plus one level's digests while building.
+(zero).
+
+Two builders give the same bytes. On a CUDA device under ``JAXSTARK_KERNELS=all`` (opt-in, see
+:mod:`jaxstark.kernels`) the Pallas kernels of :mod:`jaxstark.kernels.merkle` hash the leaves and fuse several
+levels per pass, writing one ``2n * 32``-byte node buffer in place. Elsewhere, and as their
+reference, plain ``jnp`` (:func:`_reference_build`) hashes the leaves with ``hash.hash_rows``,
+compresses the large levels one pass each and the small ones in one scan, and concatenates the
+levels: ``2n * 32`` bytes of levels plus the ``2n * 32``-byte result at the widest point.
 
 An opening of leaf ``i`` is the row and its authentication path: the ``log2 n`` sibling digests
 ``nodes[((n + i) >> k) ^ 1]`` from the leaf level up. :func:`verify_paths` recomputes the root
@@ -31,6 +38,8 @@ from jaxtyping import Array, Bool, UInt8, UInt64
 from jaxstark.errors import ShapeError
 from jaxstark.field._check import field_array
 from jaxstark.hash.interface import DIGEST_BYTES, Hash, get_hash
+from jaxstark.kernels import interpret, switch
+from jaxstark.kernels import merkle as kernel_merkle
 from jaxstark.ntt import log2_exact
 
 __all__ = ["MerkleTree", "Opening", "commit", "open_rows", "verify_paths"]
@@ -86,8 +95,8 @@ def _top_levels(level: Array, h: Hash) -> list[Array]:
     return [ys[i, : m >> (i + 1)] for i in range(steps)]
 
 
-@functools.partial(jax.jit, static_argnums=1)
-def _build(matrix: Array, hash_name: str) -> Array:
+def _reference_build(matrix: Array, hash_name: str) -> Array:
+    """The tree in plain ``jnp``: the CPU path, and the reference the kernels are held to."""
     h = get_hash(hash_name)
     level = h._hash_rows(_flatten_rows(matrix))
     levels = [level]
@@ -97,6 +106,21 @@ def _build(matrix: Array, hash_name: str) -> Array:
     levels += _top_levels(level, h)
     levels.append(jnp.zeros((1, DIGEST_BYTES), jnp.uint8))  # nodes[0], unused
     return jnp.concatenate(levels[::-1], axis=0)
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _build(matrix: Array, hash_name: str) -> Array:
+    """The node array of :func:`commit`: the Pallas kernels of :mod:`jaxstark.kernels.merkle`
+    where the kernel posture puts them (a CUDA device under ``JAXSTARK_KERNELS=all``) and the hash has a kernel
+    form, else :func:`_reference_build`; both give the same bytes."""
+    if kernel_merkle.kernel_hash(hash_name) is None:
+        return _reference_build(matrix, hash_name)
+    return switch(
+        functools.partial(_reference_build, hash_name=hash_name),
+        functools.partial(kernel_merkle.build_nodes, hash_name=hash_name, interpret=interpret()),
+        matrix,
+        opt_in=True,
+    )
 
 
 def commit(matrix: UInt64[Array, " n *cols"], hash: str | Hash = "blake3") -> MerkleTree:

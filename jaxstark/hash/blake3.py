@@ -20,7 +20,7 @@ from jaxtyping import Array, UInt8, UInt32
 
 from jaxstark.hash.encoding import bytes_to_words, words_to_bytes, zero_past
 
-__all__ = ["digest_words", "digest_bytes", "compress_block", "IV"]
+__all__ = ["digest_words", "digest_bytes", "compress_block", "g", "IV"]
 
 IV = np.array(
     [0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19], np.uint32
@@ -35,7 +35,9 @@ def _rotr(x: Array, n: int) -> Array:
     return (x >> np.uint32(n)) | (x << np.uint32(32 - n))
 
 
-def _g(a, b, c, d, mx, my):
+def g(a, b, c, d, mx, my):
+    """BLAKE3's quarter-round G on four state words and two message words (any shapes that
+    broadcast; shared with the element-wise kernel form in :mod:`jaxstark.kernels.blake3`)."""
     a = a + b + mx
     d = _rotr(d ^ a, 16)
     c = c + d
@@ -48,9 +50,9 @@ def _g(a, b, c, d, mx, my):
 
 
 def _round(s: Array, m: Array) -> Array:
-    a, b, c, d = _g(s[0], s[1], s[2], s[3], m[0:8:2], m[1:8:2])  # columns
+    a, b, c, d = g(s[0], s[1], s[2], s[3], m[0:8:2], m[1:8:2])  # columns
     b, c, d = jnp.roll(b, -1, 0), jnp.roll(c, -2, 0), jnp.roll(d, -3, 0)
-    a, b, c, d = _g(a, b, c, d, m[8:16:2], m[9:16:2])  # diagonals
+    a, b, c, d = g(a, b, c, d, m[8:16:2], m[9:16:2])  # diagonals
     b, c, d = jnp.roll(b, 1, 0), jnp.roll(c, 2, 0), jnp.roll(d, 3, 0)
     return jnp.stack([a, b, c, d])
 

@@ -1,0 +1,221 @@
+"""Merkle tree building as Pallas (Triton) kernels, generic over an in-kernel hash.
+
+The plain ``jnp`` builder (:func:`jaxstark.merkle._reference_build`) hashes the leaves with the
+stacked ``jnp`` hashes and compresses one level per XLA pass; it is the CPU path and this
+module's reference, bit for bit. Here the tree is one ``uint64[2n, 4]`` node buffer in heap
+order (node ``v`` at row ``v``; a digest is four little-endian ``uint64`` words) written by:
+
+* **the leaf kernel** -- one program per block of rows; the hash's ``leaf(load, width)`` reads
+  each column of the block once as a vector over the block's rows and writes the digests to
+  rows ``n .. 2n-1``;
+* **tree passes** -- a pass fuses ``r`` levels: for a level of ``m`` nodes (heap rows
+  ``m .. 2m-1``) it treats every ``R = 2^r`` consecutive nodes as one group, loads the ``R``
+  children of a block of groups as ``R`` digests of strided vectors (lane = group), compresses
+  them pairwise, depth first, into the group's subtree, and writes all ``r`` levels above to
+  their heap rows. ``log2 n`` levels take ``ceil(log2 n / r)`` passes; the last one may fuse
+  fewer levels, up to the root.
+
+Every pass updates the node buffer in place (``input_output_aliases``; the rows it reads and
+the rows it writes are disjoint), so the build holds one ``2n * 32``-byte buffer besides the
+matrix; the ``uint8[2n, 32]`` result is that buffer reinterpreted (``bitcast_convert_type``,
+little-endian like the digests' words).
+
+The passes that fuse the full depth are one kernel called in a ``fori_loop``, the level being
+a traced operand: a build compiles the leaf kernel and at most two tree kernels whatever
+``n``. Such a kernel is launched for the first (largest) level; on the smaller levels above,
+programs past the level's last group return at once and lanes past it are masked.
+
+An in-kernel hash is an object with ``name``, ``leaf(load, width)`` and ``compress(left,
+right)`` on ``uint64`` lane vectors (element-wise ops only, so the same code runs as plain
+``jnp``); :func:`kernel_hash` finds the one for a hash name. A hash that can unroll its rounds
+(an ``unroll`` field) gets them unrolled inside a compiled kernel and looped in Pallas'
+interpreter, where XLA compiles unrolled rounds slowly. A tree kernel makes ``R - 1`` calls of
+one jitted ``compress``, so tracing it -- which every build does, also on a CPU, for the
+platform switch -- costs one trace of the compression; the fusion depth is a per-hash launch
+choice (:data:`TILINGS`): deep for BLAKE3's cheap compression, shallow for the long
+permutations, whose ``R - 1`` unrolled copies make long Triton compiles.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as plt
+from jaxtyping import Array, UInt8, UInt64
+
+__all__ = ["Tiling", "TILINGS", "kernel_hash", "pass_plan", "leaf_digests", "build_nodes"]
+
+WORDS = 4  # uint64 words per 32-byte digest
+_ZERO = np.uint64(0)
+
+
+class Tiling(NamedTuple):
+    """Launch shape: rows per leaf program, groups per tree program, levels fused per tree
+    pass (at most), Triton warps and software-pipelining stages of each kernel."""
+
+    leaf_block: int = 256
+    leaf_warps: int = 4
+    leaf_stages: int = 1
+    tree_block: int = 128
+    tree_warps: int = 4
+    max_levels: int = 3
+
+
+TILINGS: dict[str, Tiling] = {
+    "blake3": Tiling(leaf_block=256, tree_block=128, max_levels=4),
+    "keccak256": Tiling(leaf_block=128, tree_block=128, max_levels=2),
+    "poseidon2": Tiling(leaf_block=128, tree_block=128, max_levels=1),
+}
+
+# name -> (module, attribute) of the in-kernel hash, imported on first use.
+_KERNEL_HASHES = {
+    "blake3": ("jaxstark.kernels.blake3", "BLAKE3"),
+    "keccak256": ("jaxstark.kernels.keccak", "KECCAK"),
+    "poseidon2": ("jaxstark.kernels.poseidon2", "POSEIDON2"),
+}
+
+
+def kernel_hash(name: str) -> Any | None:
+    """The in-kernel hash called ``name``, or ``None`` when its module is not available (the
+    builder then keeps the ``jnp`` path). Unknown names raise ``ValueError``."""
+    try:
+        module, attr = _KERNEL_HASHES[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown hash {name!r}; kernel hashes: {sorted(_KERNEL_HASHES)}") from None
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except ModuleNotFoundError as e:
+        if e.name == module:
+            return None
+        raise
+
+
+def _compiled_form(h: Any, interpret: bool) -> Any:
+    """``h`` with its rounds unrolled for a compiled kernel, as it is for the interpreter."""
+    if interpret or not dataclasses.is_dataclass(h) or "unroll" not in {f.name for f in dataclasses.fields(h)}:
+        return h
+    return dataclasses.replace(h, unroll=True)
+
+
+def pass_plan(log_n: int, max_levels: int) -> list[int]:
+    """Levels fused by each tree pass, leaves first: as many ``max_levels`` passes as fit, then
+    one pass over the rest, up to the root (whose level holds a single group)."""
+    full, rest = divmod(log_n, max_levels)
+    return [max_levels] * full + ([rest] if rest else [])
+
+
+@functools.cache
+def _traced_once(h: Any):
+    """``h.compress`` as a jitted function: a tree kernel calls it ``2^r - 1`` times, and jit's
+    trace cache makes that one trace per hash and lane shape (lowering inlines every call)."""
+    return jax.jit(h.compress)
+
+
+def _launch(interpret: bool, warps: int, stages: int) -> dict:
+    if interpret:
+        return {"interpret": True}
+    return {"compiler_params": plt.CompilerParams(num_warps=warps, num_stages=stages)}
+
+
+def _leaf_kernel(rows_ref, nodes_ref, *, h: Any, width: int):
+    digest = h.leaf(lambda j: rows_ref[:, j], width)
+    for w in range(WORDS):
+        nodes_ref[:, w] = digest[w]
+
+
+def leaf_digests(
+    rows: UInt64[Array, " n width"], h: Any, *, interpret: bool = False, tiling: Tiling | None = None
+) -> UInt64[Array, " two_n 4"]:
+    """A ``uint64[2n, 4]`` node buffer whose rows ``n .. 2n-1`` hold the leaf digests of
+    ``rows`` (n a power of two); rows ``0 .. n-1`` are left for the tree passes."""
+    tiling = tiling or TILINGS.get(h.name, Tiling())
+    n, width = rows.shape
+    block = min(n, tiling.leaf_block)
+    first = n // block  # block index of heap row n
+    return pl.pallas_call(
+        functools.partial(_leaf_kernel, h=_compiled_form(h, interpret), width=width),
+        out_shape=jax.ShapeDtypeStruct((2 * n, WORDS), jnp.uint64),
+        grid=(n // block,),
+        in_specs=[pl.BlockSpec((block, width), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((block, WORDS), lambda i: (first + i, 0)),
+        name=f"merkle_leaves_{h.name}",
+        **_launch(interpret, tiling.leaf_warps, tiling.leaf_stages),
+    )(rows)
+
+
+def _tree_kernel(level_ref, nodes_in, nodes_out, *, h: Any, r: int, block: int, index_dtype):
+    """Levels ``m/2 .. m/2^r`` from level ``m`` (``level_ref[0]``) for ``block`` groups of ``2^r``
+    nodes. Programs past the level's last group do nothing; lanes past it are masked."""
+    m = level_ref[0].astype(index_dtype)
+    groups = m >> r
+    first = pl.program_id(0).astype(index_dtype) * block
+
+    @pl.when(first < groups)
+    def _():
+        group = first + jax.lax.broadcasted_iota(index_dtype, (block,), 0)
+        live = group < groups
+
+        def index(level: int, c: int, w: int):  # word w of node c of every group, level m >> level
+            return WORDS * ((m >> level) + group * ((1 << r) >> level) + c) + w
+
+        def subtree(level: int, c: int):
+            if level == 0:
+                return tuple(plt.load(nodes_in.at[index(0, c, w)], mask=live, other=_ZERO) for w in range(WORDS))
+            digest = _traced_once(h)(subtree(level - 1, 2 * c), subtree(level - 1, 2 * c + 1))
+            for w in range(WORDS):
+                plt.store(nodes_out.at[index(level, c, w)], digest[w], mask=live)
+            return digest
+
+        subtree(r, 0)
+
+
+def _tree_pass(nodes: Array, m: Array, h: Any, r: int, n: int, interpret: bool, tiling: Tiling) -> Array:
+    """One call of the ``r``-level pass on level ``m`` (traced), launched for the largest level
+    such a pass sees in a tree of ``n`` leaves -- so every pass of a build is the same kernel."""
+    groups = n >> r
+    block = min(groups, tiling.tree_block)
+    index_dtype = jnp.int32 if nodes.shape[-1] < 2**31 else jnp.int64
+    return pl.pallas_call(
+        functools.partial(_tree_kernel, h=_compiled_form(h, interpret), r=r, block=block, index_dtype=index_dtype),
+        out_shape=jax.ShapeDtypeStruct(nodes.shape, nodes.dtype),
+        grid=(groups // block,),
+        input_output_aliases={1: 0},
+        name=f"merkle_tree_{h.name}_r{r}",
+        **_launch(interpret, tiling.tree_warps, 1),
+    )(jnp.reshape(m, (1,)).astype(jnp.int32), nodes)
+
+
+def build_nodes(
+    matrix: UInt64[Array, " n *cols"], hash_name: str, *, interpret: bool = False, tiling: Tiling | None = None
+) -> UInt8[Array, " two_n 32"]:
+    """The Merkle tree over the rows of ``matrix`` as ``uint8[2n, 32]`` in heap order -- the
+    array :func:`jaxstark.merkle._reference_build` returns, bit for bit (row 0 zero, the root at
+    row 1, leaf ``i`` at row ``n + i``). Traceable and ``vmap``-able; n a power of two."""
+    h = kernel_hash(hash_name)
+    if h is None:
+        raise ValueError(f"no kernel form of hash {hash_name!r} is available")
+    tiling = tiling or TILINGS.get(hash_name, Tiling())
+    n = matrix.shape[0]
+    nodes = leaf_digests(matrix.reshape(n, -1), h, interpret=interpret, tiling=tiling)
+    nodes = nodes.reshape(-1)  # flat words: the kernels address a node's word by lane arithmetic
+    plan = pass_plan(n.bit_length() - 1, tiling.max_levels)
+    full = plan.count(tiling.max_levels)
+    depth = tiling.max_levels
+
+    def step(p, buf):
+        return _tree_pass(buf, jnp.int32(n) >> (depth * p), h, depth, n, interpret, tiling)
+
+    if full:
+        nodes = jax.lax.fori_loop(np.int32(0), np.int32(full), step, nodes)
+    if len(plan) > full:
+        rest = plan[-1]
+        nodes = _tree_pass(nodes, jnp.int32(1 << rest), h, rest, 1 << rest, interpret, tiling)
+    nodes = nodes.reshape(2 * n, WORDS).at[0].set(_ZERO)
+    return jax.lax.bitcast_convert_type(nodes, jnp.uint8).reshape(2 * n, WORDS * 8)

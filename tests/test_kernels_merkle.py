@@ -1,0 +1,253 @@
+"""The Pallas Merkle builder (:mod:`jaxstark.kernels.merkle`) and the element-wise BLAKE3
+(:mod:`jaxstark.kernels.blake3`) against the ``jnp`` builder and hash, bit for bit.
+
+On a CPU the kernels run in Pallas' interpreter at small sizes (tilings shrunk so that a build
+has several programs per kernel and masked lanes in its upper passes), and the Pallas -> Triton
+lowering -- which needs no GPU -- is checked for the shapes the prover uses. The ``gpu`` tests
+compare the compiled kernels with the reference at full size.
+"""
+
+import dataclasses
+import functools
+
+import chex
+import jax
+import jax.extend
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxstark import gl, kernels, lde, merkle
+from jaxstark.hash.encoding import bytes_to_words, words_to_bytes
+from jaxstark.hash.interface import get_hash
+from jaxstark.kernels import merkle as km
+from jaxstark.kernels.blake3 import BLAKE3, Blake3KernelHash
+from tests.reference import REFERENCE_HASHES
+
+P = 2**64 - 2**32 + 1
+RNG = np.random.default_rng(20261201)
+SMALL = km.Tiling(leaf_block=8, tree_block=4, max_levels=2)  # several programs, masked upper passes
+
+
+def _rows(n: int, width: int) -> np.ndarray:
+    """Random canonical rows with the edge values 0, 1, p - 1 and 2^32 mixed in."""
+    rows = RNG.integers(0, 2**64, (n, width), dtype=np.uint64)
+    rows = np.where(rows >= np.uint64(P), rows - np.uint64(P), rows)
+    edges = np.array([0, 1, P - 1, 2**32], dtype=np.uint64)
+    return np.where(RNG.random((n, width)) < 0.2, edges[RNG.integers(0, 4, (n, width))], rows)
+
+
+def _reference(matrix) -> np.ndarray:
+    return np.asarray(jax.jit(merkle._reference_build, static_argnums=1)(jnp.asarray(matrix), "blake3"))
+
+
+def _kernel_build(tiling: km.Tiling, hash_name: str = "blake3"):
+    return jax.jit(lambda m: km.build_nodes(m, hash_name, interpret=True, tiling=tiling))
+
+
+# --- the element-wise BLAKE3 ----------------------------------------------------------------
+
+
+def test_blake3_leaf_as_plain_jnp_matches_the_hash_and_the_package():
+    """Widths around the block (8 columns) and chunk (128 columns) edges, ragged and multi-chunk
+    (316 columns = 3 chunks), in one compiled program."""
+    widths = [1, 5, 8, 62, 128, 129, 316]
+    rows = [jnp.asarray(_rows(4, w)) for w in widths]
+    got = jax.jit(lambda *rs: [jnp.stack(BLAKE3.leaf(lambda j, r=r: r[:, j], r.shape[1]), -1) for r in rs])(*rows)
+    leaf, _, _ = REFERENCE_HASHES["blake3"]
+    for w, r, g in zip(widths, rows, got, strict=True):
+        chex.assert_shape(g, (4, 4))
+        want = np.asarray(get_hash("blake3").hash_rows(r))
+        np.testing.assert_array_equal(np.asarray(words_to_bytes(g)), want, err_msg=f"width {w}")
+        assert bytes(np.asarray(words_to_bytes(g))[0]) == leaf(np.asarray(r)[0].tolist())
+
+
+def test_blake3_compress_matches_the_hash():
+    """Looped rounds under jit; unrolled rounds op by op (XLA compiles them very slowly)."""
+    left, right = (jnp.asarray(RNG.integers(0, 2**64, (8, 4), dtype=np.uint64)) for _ in range(2))
+    want = bytes_to_words(get_hash("blake3").compress(words_to_bytes(left), words_to_bytes(right)), jnp.uint64)
+    got = jax.jit(lambda a, b: jnp.stack(BLAKE3.compress(tuple(a.T), tuple(b.T)), -1))(left, right)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    with jax.disable_jit():
+        got = jnp.stack(Blake3KernelHash(unroll=True).compress(tuple(left.T), tuple(right.T)), -1)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_blake3_unrolled_leaf_matches_op_by_op():
+    """The unrolled rounds (compiled kernels only; XLA compiles them slowly) op by op: with jit
+    disabled the block loop runs in Python too. Two chunks, the second one ragged."""
+    rows = jnp.asarray(_rows(2, 130))
+    with jax.disable_jit():
+        got = Blake3KernelHash(unroll=True).leaf(lambda j: rows[:, j], 130)
+    want = get_hash("blake3").hash_rows(rows)
+    np.testing.assert_array_equal(np.asarray(words_to_bytes(jnp.stack(got, -1))), np.asarray(want))
+
+
+def test_blake3_interface_and_errors():
+    assert BLAKE3.name == "blake3" and BLAKE3 == Blake3KernelHash(unroll=False)
+    assert hash(dataclasses.replace(BLAKE3, unroll=True)) == hash(Blake3KernelHash(unroll=True))
+    with pytest.raises(ValueError, match="width must be >= 1"):
+        BLAKE3.leaf(lambda j: jnp.zeros(4, jnp.uint64), 0)
+    with pytest.raises(ValueError, match="four uint64"):
+        BLAKE3.compress((jnp.zeros(4, jnp.uint64),) * 3, (jnp.zeros(4, jnp.uint64),) * 4)
+
+
+# --- the builder in the interpreter ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", [1, 5, 62, 130])
+def test_leaf_kernel_matches_hash_rows(width):
+    rows = _rows(32, width)
+    buf = jax.jit(lambda r: km.leaf_digests(r, BLAKE3, interpret=True, tiling=SMALL))(jnp.asarray(rows))
+    chex.assert_shape(buf, (64, 4))
+    want = get_hash("blake3").hash_rows(jnp.asarray(rows))
+    np.testing.assert_array_equal(np.asarray(words_to_bytes(buf[32:])), np.asarray(want))
+
+
+@pytest.mark.parametrize(
+    ("log_n", "width"), [(0, 1), (1, 5), (2, 3), (3, 62), (5, 130), (8, 5), (4, 316)], ids=lambda v: str(v)
+)
+def test_build_matches_the_reference(log_n, width):
+    m = _rows(1 << log_n, width)
+    got = np.asarray(_kernel_build(SMALL)(jnp.asarray(m)))
+    chex.assert_shape(got, (2 << log_n, 32))
+    np.testing.assert_array_equal(got, _reference(m))
+
+
+def test_build_with_the_default_blake3_tiling_and_extension_columns():
+    """Four fused levels per pass (15 compressions per tree kernel), then one pass of one level:
+    2^5 leaves of 4 extension columns (12 elements each, flattened coordinate by coordinate)."""
+    m = np.stack([_rows(32, 4) for _ in range(3)], axis=-1)
+    assert km.pass_plan(5, km.TILINGS["blake3"].max_levels) == [4, 1]
+    got = np.asarray(jax.jit(lambda x: km.build_nodes(x, "blake3", interpret=True))(jnp.asarray(m)))
+    np.testing.assert_array_equal(got, _reference(m))
+    assert bytes(got[1]) == merkle.commit(jnp.asarray(m.reshape(32, 12)), "blake3").root.tobytes()
+
+
+@pytest.mark.parametrize("log_n", [0, 3, 6])
+def test_build_under_vmap(log_n):
+    """Rounds prove row chunks as ``vmap(_build)``: the batch becomes a grid axis."""
+    stack = np.stack([_rows(1 << log_n, 5) for _ in range(3)])
+    got = jax.jit(jax.vmap(lambda m: km.build_nodes(m, "blake3", interpret=True, tiling=SMALL)))(jnp.asarray(stack))
+    want = jax.vmap(lambda m: merkle._reference_build(m, "blake3"))(jnp.asarray(stack))
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@pytest.mark.parametrize("name", ["keccak256", "poseidon2"])
+def test_other_kernel_hashes_build_the_reference_tree(name):
+    """The builder is generic: the other hashes' element-wise forms, when present."""
+    if km.kernel_hash(name) is None:
+        pytest.skip(f"no kernel form of {name}")
+    m = _rows(8, 9)
+    got = jax.jit(lambda x: km.build_nodes(x, name, interpret=True, tiling=SMALL))(jnp.asarray(m))
+    want = jax.jit(merkle._reference_build, static_argnums=1)(jnp.asarray(m), name)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_commit_takes_the_kernels_in_the_interpret_posture(monkeypatch):
+    m = jnp.asarray(_rows(16, 7))
+    want = merkle.commit(m, "blake3").nodes
+    monkeypatch.setattr(kernels, "MODE", "interpret")
+    got = jax.jit(lambda x: merkle._build.__wrapped__(x, "blake3"))(m)  # traced again, past _build's cache
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+# --- plans, registry, lowering --------------------------------------------------------------
+
+
+def test_pass_plan_covers_every_level():
+    for log_n in range(0, 30):
+        for depth in (1, 2, 3, 4, 5):
+            plan = km.pass_plan(log_n, depth)
+            assert sum(plan) == log_n and all(1 <= r <= depth for r in plan)
+            assert plan[:-1] == [depth] * (len(plan) - 1)
+
+
+def test_kernel_hash_registry():
+    assert km.kernel_hash("blake3") is BLAKE3
+    for name in ("keccak256", "poseidon2"):
+        h = km.kernel_hash(name)
+        assert h is None or h.name == name
+    with pytest.raises(ValueError, match="unknown hash"):
+        km.kernel_hash("sha256")
+
+
+@pytest.mark.parametrize(("shape", "batch"), [((1, 1), ()), ((2, 5), ()), ((1 << 10, 62), ()), ((1 << 8, 316), (3,))])
+def test_triton_lowering_succeeds(shape, batch, monkeypatch):
+    """Lowering for CUDA runs Pallas' Triton lowering on any machine: no uint64 literal >= 2^63,
+    no unsupported primitive, power-of-two value shapes; also for ``merkle._build`` under vmap,
+    where the platform switch picks the kernels (posture ``all``: they are opt-in)."""
+    monkeypatch.setattr(kernels, "MODE", "all")
+    jax.clear_caches()  # _build's trace under another posture must not be reused
+    x = jax.ShapeDtypeStruct((*batch, *shape), jnp.uint64)
+    build = lambda m: merkle._build(m, "blake3")  # noqa: E731
+    fn = jax.vmap(build) if batch else build
+    text = jax.jit(fn).trace(x).lower(lowering_platforms=("cuda",)).as_text()
+    assert "merkle_leaves_blake3" in text
+    assert ("merkle_tree_blake3" in text) == (shape[0] > 1)
+    assert "triton" not in jax.jit(fn).trace(x).lower(lowering_platforms=("cpu",)).as_text()
+
+
+def test_the_default_posture_keeps_the_tree_kernels_off(monkeypatch):
+    """``auto`` lowers the tree to plain jnp even for CUDA (the kernels are opt-in), while the
+    NTT kernels are on."""
+    monkeypatch.setattr(kernels, "MODE", "auto")
+    jax.clear_caches()
+    x = jax.ShapeDtypeStruct((1 << 10, 8), jnp.uint64)
+    text = jax.jit(lambda m: merkle._build(m, "blake3")).trace(x).lower(lowering_platforms=("cuda",)).as_text()
+    assert "merkle_leaves" not in text and "triton" not in text
+    text = jax.jit(lambda m: lde._lde_core(m, lde.lde_tables(10, 2))).trace(x).lower(lowering_platforms=("cuda",))
+    assert "triton" in text.as_text()
+
+
+CALLS = ("jit", "pjit")  # the primitive of a jitted call, by JAX version
+
+
+def _eqns(jaxpr):
+    """Every equation of ``jaxpr`` and of the sub-jaxprs of its control flow (not of calls)."""
+    for e in jaxpr.eqns:
+        yield e
+        for v in e.params.values():
+            for sub in v if isinstance(v, tuple) else (v,):
+                if isinstance(sub, jax.extend.core.ClosedJaxpr) and e.primitive.name not in CALLS:
+                    yield from _eqns(sub.jaxpr)
+                elif isinstance(sub, jax.extend.core.Jaxpr):
+                    yield from _eqns(sub)
+
+
+def test_tree_kernel_traces_its_compression_once():
+    """Every CPU build traces the kernel branch of the platform switch too: the ``2^r - 1``
+    compressions of a tree kernel are calls of one traced function, so that stays cheap."""
+    x = jax.ShapeDtypeStruct((1 << 10, 62), jnp.uint64)
+    closed = jax.make_jaxpr(lambda m: km.build_nodes(m, "blake3", tiling=km.Tiling(max_levels=5)))(x)
+    trees = [e for e in _eqns(closed.jaxpr) if e.primitive.name == "pallas_call" and "tree" in str(e.params["name"])]
+    assert len(trees) == 1
+    calls = [e for e in _eqns(trees[0].params["jaxpr"]) if e.primitive.name in CALLS]
+    assert len(calls) == 31 and len({id(e.params["jaxpr"]) for e in calls}) == 1
+
+
+# --- on a GPU -------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["blake3", "keccak256", "poseidon2"])
+@pytest.mark.parametrize(("log_n", "width"), [(20, 62), (18, 316), (21, 5)])
+def test_kernels_match_the_reference_at_full_size(name, log_n, width):
+    if km.kernel_hash(name) is None:
+        pytest.skip(f"no kernel form of {name}")
+    m = gl.random(jax.random.PRNGKey(log_n * 1000 + width), (1 << log_n, width))
+    got = jax.jit(functools.partial(km.build_nodes, hash_name=name, interpret=False))(m)  # the kernels themselves
+    want = jax.jit(merkle._reference_build, static_argnums=1)(m, name)
+    assert bool(jnp.array_equal(got, want))
+    small = np.asarray(m[:64])
+    with jax.default_device(jax.devices("cpu")[0]):
+        cpu_root = merkle.commit(jnp.asarray(small), name).root
+    assert np.array_equal(np.asarray(merkle.commit(jnp.asarray(small), name).root), np.asarray(cpu_root))
+
+
+@pytest.mark.gpu
+def test_kernels_under_vmap_on_the_gpu():
+    stack = gl.random(jax.random.PRNGKey(7), (4, 1 << 16, 62))
+    got = jax.jit(jax.vmap(functools.partial(km.build_nodes, hash_name="blake3", interpret=False)))(stack)
+    want = jax.jit(jax.vmap(lambda m: merkle._reference_build(m, "blake3")))(stack)
+    assert bool(jnp.array_equal(got, want))
