@@ -91,7 +91,7 @@ _make_lde_tables_jit = jax.jit(_make_lde_tables, static_argnums=(0, 1, 2))
 
 @functools.lru_cache(maxsize=32)
 def _cached(log_n: int, log_blowup: int, offset: int, device) -> LDETables:
-    with jax.default_device(device):
+    with jax.default_device(device), jax.ensure_compile_time_eval():  # never cache a tracer
         return _make_lde_tables_jit(log_n, log_blowup, offset)
 
 

@@ -100,7 +100,9 @@ _make_tables_jit = jax.jit(_make_tables, static_argnums=0)
 
 @functools.lru_cache(maxsize=64)
 def _cached_tables(log_n: int, device) -> NTTTables:
-    with jax.default_device(device):
+    # concrete even when first asked for inside a trace: a cached tracer would leak into
+    # every later caller
+    with jax.default_device(device), jax.ensure_compile_time_eval():
         return _make_tables_jit(log_n)
 
 

@@ -242,3 +242,14 @@ def test_ntt_2_pow_20_compiles_quickly():
     jax.jit(ntt._ntt_core).lower(spec, tables).compile()
     elapsed = time.perf_counter() - start
     assert elapsed < 30, f"NTT 2^20 compile took {elapsed:.1f} s"
+
+
+def test_tables_first_asked_for_inside_a_trace_are_cached_concrete():
+    """The per-shape caches must never keep a tracer: a later caller outside the trace would
+    receive it (and fail far from the cause)."""
+    x = jax.ShapeDtypeStruct((1 << 7, 2), jnp.uint64)
+    jax.jit(lambda m: lde._lde_core(m, lde.lde_tables(7, 8))).trace(x)
+    jax.jit(lambda m: ntt._ntt_core(m, ntt.ntt_tables(7))).trace(x)
+    for leaf in jax.tree.leaves((lde.lde_tables(7, 8), ntt.ntt_tables(7))):
+        assert not isinstance(leaf, jax.core.Tracer)
+    assert lde.coset_lde(jnp.zeros((1 << 7, 2), jnp.uint64), 8).shape == (1 << 10, 2)
