@@ -41,6 +41,19 @@ def leaf_compressions(hash_name: str, width: int) -> int:
     return max(1, -(-width // 8))  # poseidon2 sponge, rate 8
 
 
+def result_row(name: str, what: str, log_n: int, width: int, compile_s: float, seconds: float, status: str, **extra):
+    """One table row: the case, its time, and compressions and bytes hashed per second (leaf
+    bytes, plus 64 bytes per internal node for a tree)."""
+    n = 1 << log_n
+    comp = n * leaf_compressions(name, width) + (n - 1 if what == "tree" else 0)
+    nbytes = n * width * 8 + (64 * (n - 1) if what == "tree" else 0)
+    return dict(
+        case=f"{name} {what} 2^{log_n} x {width}", hash=name, what=what, log_n=log_n, width=width,
+        compile_s=compile_s, median_ms=seconds * 1e3, compressions=comp, gcomp_per_s=comp / seconds / 1e9,
+        gbytes_per_s=nbytes / seconds / 1e9, check=status, **extra,
+    )  # fmt: skip
+
+
 def check(hash_name: str, matrix, tree_nodes) -> str:
     cpu = jax.devices("cpu")[0]
     rows = np.random.default_rng(0).integers(0, matrix.shape[0], 4)
@@ -78,26 +91,9 @@ def main(argv=None) -> int:
             leaves_fn, leaves_s = compile_timed(h._hash_rows, matrix)
             tree_fn, tree_s = compile_timed(merkle._build, matrix, name)
             status = check(name, matrix, tree_fn(matrix))
-            per_leaf = leaf_compressions(name, width)
             for what, fn, cs in (("leaves", leaves_fn, leaves_s), ("tree", tree_fn, tree_s)):
                 t = median(timed(fn, matrix, repeats=args.repeats))
-                comp = n * per_leaf + (n - 1 if what == "tree" else 0)
-                nbytes = n * width * 8 + (64 * (n - 1) if what == "tree" else 0)
-                rows.append(
-                    dict(
-                        case=f"{name} {what} 2^{log_n} x {width}",
-                        hash=name,
-                        what=what,
-                        log_n=log_n,
-                        width=width,
-                        compile_s=cs,
-                        median_ms=t * 1e3,
-                        compressions=comp,
-                        gcomp_per_s=comp / t / 1e9,
-                        gbytes_per_s=nbytes / t / 1e9,
-                        check=status,
-                    )
-                )
+                rows.append(result_row(name, what, log_n, width, cs, t, status))
             del leaves_fn, tree_fn
     columns = [
         ("case", "hash / what / shape", "s"),

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-from bench_merkle import leaf_compressions
+from bench_merkle import result_row
 from common import compile_timed, median, report, timed
 
 from jaxstark import gl, merkle
@@ -58,27 +58,6 @@ def check(name: str, matrix, outs: dict) -> str:
     return "exact" if all(bool(s) for s in same) else "MISMATCH " + "".join("1" if bool(s) else "0" for s in same)
 
 
-def row(name, path, what, log_n, width, compile_s, seconds, status, **extra) -> dict:
-    n = 1 << log_n
-    comp = n * leaf_compressions(name, width) + (n - 1 if what == "tree" else 0)
-    nbytes = n * width * 8 + (64 * (n - 1) if what == "tree" else 0)
-    return dict(
-        case=f"{name} {what} 2^{log_n} x {width}",
-        path=path,
-        hash=name,
-        what=what,
-        log_n=log_n,
-        width=width,
-        compile_s=compile_s,
-        median_ms=seconds * 1e3,
-        compressions=comp,
-        gcomp_per_s=comp / seconds / 1e9,
-        gbytes_per_s=nbytes / seconds / 1e9,
-        check=status,
-        **extra,
-    )
-
-
 def sweep(name: str, log_n: int, width: int, matrix, want: dict, jnp_s: dict, interpret: bool, repeats: int):
     """The leaf kernel and the whole kernel build under other launch shapes, each checked."""
     rows, kh, n = [], km.kernel_hash(name), matrix.shape[0]
@@ -97,7 +76,7 @@ def sweep(name: str, log_n: int, width: int, matrix, want: dict, jnp_s: dict, in
         shape = f"leaf {t.leaf_block}/{t.leaf_warps}w/{t.leaf_stages}s" if what == "leaves" else ""
         shape = shape or f"tree r{t.max_levels}/{t.tree_block}/{t.tree_warps}w"
         extra = dict(speedup=jnp_s[what] / s, tiling=t._asdict())
-        rows.append(row(name, "kernel " + shape, what, log_n, width, cs, s, status, **extra))
+        rows.append(result_row(name, what, log_n, width, cs, s, status, path="kernel " + shape, **extra))
         del fn
     return rows
 
@@ -122,8 +101,8 @@ def main(argv=None) -> int:
             status = check(name, matrix, outs)
             times = {k: median(timed(fn, matrix, repeats=args.repeats)) for k, (fn, _) in fns.items()}
             for (path, what), (_, cs) in fns.items():
-                speedup = times[("jnp", what)] / times[(path, what)]
-                rows.append(row(name, path, what, log_n, width, cs, times[(path, what)], status, speedup=speedup))
+                t, speedup = times[(path, what)], times[("jnp", what)] / times[(path, what)]
+                rows.append(result_row(name, what, log_n, width, cs, t, status, path=path, speedup=speedup))
             if args.sweep and i == 0:
                 jnp_s = {what: times[("jnp", what)] for what in ("leaves", "tree")}
                 want = {what: outs[("jnp", what)] for what in ("leaves", "tree")}
