@@ -89,6 +89,19 @@ def _twiddles(roots: Array, log_n: int, log_t: int, r: int) -> Array:
     return roots[idx]
 
 
+# One traced call per butterfly shape, called R/2 * r times per pass: tracing a pass stays cheap
+# (every program also traces the kernel branch of the platform switch, even on a CPU).
+@jax.jit
+def _dif_butterfly(a: Array, b: Array, w: Array) -> tuple[Array, Array]:
+    return gl._add(a, b), gl._mul(gl._sub(a, b), w)
+
+
+@jax.jit
+def _dit_butterfly(a: Array, b: Array, w: Array) -> tuple[Array, Array]:
+    bw = gl._mul(b, w)
+    return gl._add(a, bw), gl._sub(a, bw)
+
+
 def _butterflies(x_ref, tw_ref, o_ref, *, r: int, dif: bool, mask_cols: int):
     """One pass: ``r`` levels on the ``R`` row slices of a block. ``mask_cols`` (the row
     width, or 0) masks the columns of an overhanging last column block."""
@@ -109,12 +122,7 @@ def _butterflies(x_ref, tw_ref, o_ref, *, r: int, dif: bool, mask_cols: int):
             if k & h:
                 continue
             w = tw_ref[h + (k % h), :][None, :, None]
-            a, b = v[k], v[k + h]
-            if dif:
-                v[k], v[k + h] = gl._add(a, b), gl._mul(gl._sub(a, b), w)
-            else:
-                bw = gl._mul(b, w)
-                v[k], v[k + h] = gl._add(a, bw), gl._sub(a, bw)
+            v[k], v[k + h] = (_dif_butterfly if dif else _dit_butterfly)(v[k], v[k + h], w)
     for k in range(big_r):
         if mask_cols:
             plt.store(o_ref.at[:, k, :, :], v[k], mask=mask)
