@@ -40,7 +40,6 @@ from jaxstark.kernels import switch
 from jaxstark.ntt import (
     MAX_LOG_N,
     NTTTables,
-    _bit_reverse_iota,
     _bit_reverse_rows,
     _dif_levels,
     _intt_core,
@@ -133,7 +132,7 @@ def _extend_bitrev(coeffs_br: Array, tables: LDETables, scale: Array | None = No
     n = coeffs_br.shape[0]
     batch = coeffs_br.shape[1:]
     b = 1 << tables.log_blowup
-    shifts = jnp.take(tables.shifts, _bit_reverse_iota(tables.log_n), axis=0) if n > 1 else tables.shifts
+    shifts = _bit_reverse_rows(tables.shifts, tables.log_n)
     if scale is not None:
         shifts = gl._mul(shifts, scale)
     y = gl._mul(coeffs_br[:, None], shifts.reshape(n, b, *((1,) * len(batch))))
