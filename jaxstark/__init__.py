@@ -28,7 +28,7 @@ from jaxstark.errors import (  # noqa: E402
 )
 from jaxstark.field import ext, gl  # noqa: E402
 from jaxstark.logup import Interaction  # noqa: E402
-from jaxstark.memory import Plan, plan  # noqa: E402
+from jaxstark.memory import Plan, clear_caches, plan  # noqa: E402
 from jaxstark.proof import Proof, TableProof  # noqa: E402
 from jaxstark.prover import prove  # noqa: E402
 from jaxstark.transcript import Transcript  # noqa: E402
@@ -58,6 +58,7 @@ __all__ = [
     "verify",
     "plan",
     "Plan",
+    "clear_caches",
     "AirViolation",
     "BusImbalance",
     "DeviceBudgetExceeded",

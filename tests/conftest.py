@@ -6,8 +6,13 @@
 * One persistent compilation cache per test run (``JAX_COMPILATION_CACHE_DIR``, unless the
   caller set one), shared by the xdist workers and the processes the tests start: a round
   compiled by one of them is loaded by the others instead of compiled again.
+* Compiled programs are dropped after each test module (:func:`jaxstark.clear_caches`): a
+  worker runs many modules, and every executable each one compiled would otherwise stay
+  resident to the end of the run (the persistent cache above still serves a program asked for
+  again).
 """
 
+import gc
 import os
 import tempfile
 
@@ -15,7 +20,7 @@ import jax
 import pytest
 from hypothesis import HealthCheck, settings
 
-import jaxstark  # noqa: F401  (turns on 64-bit mode)
+import jaxstark  # turns on 64-bit mode
 
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 
@@ -26,6 +31,13 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 settings.register_profile("jaxstark", deadline=None, max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("jaxstark")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _drop_compiled_programs():
+    yield
+    jaxstark.clear_caches()
+    gc.collect()
 
 
 def _has_gpu() -> bool:

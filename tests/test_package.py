@@ -50,7 +50,7 @@ def test_public_surface_is_pinned():
             "errors", "field", "gl", "ext", "ntt", "lde", "poly", "hash", "merkle", "transcript",
             # proving
             "AIR", "Val", "Interaction", "StarkConfig", "Proof", "TableProof", "prove", "verify", "plan", "Plan",
-            "Transcript",
+            "Transcript", "clear_caches",
             # errors
             "JaxstarkError", "NonCanonicalError", "FieldDtypeError", "ShapeError", "X64DisabledError",
             "AirViolation", "BusImbalance", "InvalidProof", "ProofFormatError", "DeviceBudgetExceeded",

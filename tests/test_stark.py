@@ -129,6 +129,15 @@ def test_proofs_are_deterministic_and_rounds_do_not_recompile(fib):
     assert len(executor._COMPILED) == compiled  # the planner found every executable already built
 
 
+def test_clear_caches_drops_executables_and_proofs_stay_the_same(fib):
+    air, trace, public, cfg, proof = fib
+    js.prove(air, trace, public, cfg)  # every round of this shape compiled
+    assert js.clear_caches() > 0
+    assert len(executor._COMPILED) == 0
+    assert js.prove(air, trace, public, cfg).to_bytes() == proof.to_bytes()
+    assert len(executor._COMPILED) > 0  # compiled (or loaded from the persistent cache) again
+
+
 def test_size_breakdown_adds_up(fib):
     *_, proof = fib
     parts = proof.size_breakdown()

@@ -9,10 +9,11 @@
 """
 
 from jaxstark.memory.budget import Budget, device_budget
-from jaxstark.memory.executor import RoundMemory, dispatch_count
+from jaxstark.memory.executor import RoundMemory, clear_caches, dispatch_count
 from jaxstark.memory.model import TableModel, model
 from jaxstark.memory.plan import Plan, TablePlan, plan
 
 __all__ = [
     "plan", "Plan", "TablePlan", "RoundMemory", "Budget", "device_budget", "dispatch_count", "model", "TableModel",
+    "clear_caches",
 ]  # fmt: skip

@@ -34,7 +34,8 @@ from jaxstark.rounds.r4_deep_fri import fri_num_layers
 from jaxstark.testing import faults
 
 __all__ = [
-    "Planner", "Runner", "RoundMemory", "dispatch_count", "compiled_for", "placements", "FALLBACK_ENV", "CHUNK_AXIS",
+    "Planner", "Runner", "RoundMemory", "dispatch_count", "compiled_for", "placements", "clear_caches", "FALLBACK_ENV",
+    "CHUNK_AXIS",
 ]  # fmt: skip
 
 FALLBACK_ENV = "JAXSTARK_TEST_ONLY_HOST_FALLBACK"
@@ -50,6 +51,23 @@ PLANNING: contextvars.ContextVar = contextvars.ContextVar("jaxstark_planning_pro
 def dispatch_count(name: str | None = None) -> int:
     """How many round executables (of round ``name``, or of any) this process has dispatched."""
     return sum(_DISPATCHES.values()) if name is None else _DISPATCHES.get(name, 0)
+
+
+def clear_caches() -> int:
+    """Forget every compiled round executable, the cached twiddle and LDE tables, and JAX's own
+    in-memory caches; returns how many round executables were dropped. A process that plans or
+    proves many shapes (a notebook exploring memory, a test run) holds each shape's
+    executables until then; afterwards the next proof of a shape compiles again, or loads
+    from JAX's persistent compilation cache where one is configured."""
+    from jaxstark import lde, ntt
+
+    dropped = len(_COMPILED)
+    _COMPILED.clear()
+    _GROUPED.clear()
+    ntt._cached_tables.cache_clear()
+    lde._cached.cache_clear()
+    jax.clear_caches()
+    return dropped
 
 
 def _sds(x, sharding):
