@@ -9,6 +9,7 @@ compare the compiled kernels with the reference at full size.
 
 import dataclasses
 import functools
+import re
 
 import chex
 import jax
@@ -199,6 +200,25 @@ def test_the_default_posture_keeps_the_tree_kernels_off(monkeypatch):
     tables = lde.lde_tables(10, 2)
     text = jax.jit(lde._lde_core).trace(x, tables).lower(lowering_platforms=("cuda",))
     assert "triton" in text.as_text()
+
+
+def _triton_ir_chars(fn, x) -> int:
+    text = jax.jit(fn).trace(x).lower(lowering_platforms=("cuda",)).as_text()
+    kernels_ir = re.findall(r'ir = "(.*?)", ', text)
+    assert kernels_ir
+    return sum(len(k) for k in kernels_ir)
+
+
+def test_rolled_rounds_make_a_shorter_kernel():
+    """``Tiling(unroll=False)`` keeps the hash's rounds a loop inside a compiled kernel: the
+    Triton program handed to the GPU compiler is a fraction of the unrolled one's length."""
+    x = jax.ShapeDtypeStruct((1 << 10, 62), jnp.uint64)
+    tilings = {unroll: km.TILINGS["blake3"]._replace(unroll=unroll) for unroll in (False, True)}
+    size = {
+        u: _triton_ir_chars(functools.partial(km.build_nodes, hash_name="blake3", tiling=t), x)
+        for u, t in tilings.items()
+    }
+    assert size[False] * 2 < size[True], size
 
 
 CALLS = ("jit", "pjit")  # the primitive of a jitted call, by JAX version

@@ -58,7 +58,8 @@ _ZERO = np.uint64(0)
 
 class Tiling(NamedTuple):
     """Launch shape: rows per leaf program, groups per tree program, levels fused per tree
-    pass (at most), Triton warps and software-pipelining stages of each kernel."""
+    pass (at most), Triton warps and software-pipelining stages of each kernel, and whether a
+    compiled kernel unrolls the hash's rounds (a rolled loop compiles faster)."""
 
     leaf_block: int = 256
     leaf_warps: int = 4
@@ -66,6 +67,7 @@ class Tiling(NamedTuple):
     tree_block: int = 128
     tree_warps: int = 4
     max_levels: int = 3
+    unroll: bool = True
 
 
 TILINGS: dict[str, Tiling] = {
@@ -97,11 +99,12 @@ def kernel_hash(name: str) -> Any | None:
         raise
 
 
-def _compiled_form(h: Any, interpret: bool) -> Any:
-    """``h`` with its rounds unrolled for a compiled kernel, as it is for the interpreter."""
+def _compiled_form(h: Any, interpret: bool, tiling: Tiling) -> Any:
+    """``h`` as a compiled kernel runs it (rounds unrolled if ``tiling.unroll``); as it is for
+    the interpreter."""
     if interpret or not dataclasses.is_dataclass(h) or "unroll" not in {f.name for f in dataclasses.fields(h)}:
         return h
-    return dataclasses.replace(h, unroll=True)
+    return dataclasses.replace(h, unroll=tiling.unroll)
 
 
 def pass_plan(log_n: int, max_levels: int) -> list[int]:
@@ -140,7 +143,7 @@ def leaf_digests(
     block = min(n, tiling.leaf_block)
     first = n // block  # block index of heap row n
     return pl.pallas_call(
-        functools.partial(_leaf_kernel, h=_compiled_form(h, interpret), width=width),
+        functools.partial(_leaf_kernel, h=_compiled_form(h, interpret, tiling), width=width),
         out_shape=jax.ShapeDtypeStruct((2 * n, WORDS), jnp.uint64),
         grid=(n // block,),
         in_specs=[pl.BlockSpec((block, width), lambda i: (i, 0))],
@@ -182,8 +185,11 @@ def _tree_pass(nodes: Array, m: Array, h: Any, r: int, n: int, interpret: bool, 
     groups = n >> r
     block = min(groups, tiling.tree_block)
     index_dtype = jnp.int32 if nodes.shape[-1] < 2**31 else jnp.int64
+    kernel = functools.partial(
+        _tree_kernel, h=_compiled_form(h, interpret, tiling), r=r, block=block, index_dtype=index_dtype
+    )
     return pl.pallas_call(
-        functools.partial(_tree_kernel, h=_compiled_form(h, interpret), r=r, block=block, index_dtype=index_dtype),
+        kernel,
         out_shape=jax.ShapeDtypeStruct(nodes.shape, nodes.dtype),
         grid=(groups // block,),
         input_output_aliases={1: 0},

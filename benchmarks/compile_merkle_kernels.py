@@ -1,0 +1,109 @@
+"""Compile time of the Merkle kernels, one program per child process (each with a time limit).
+
+    python benchmarks/compile_merkle_kernels.py                   # the default variants, 2^16 x 62
+    python benchmarks/compile_merkle_kernels.py --limit 60 --only blake3
+
+A kernel whose compilation runs past ``--limit`` seconds is reported as such and the next
+variant starts: one slow variant cannot hide the others. Each line is printed when its child
+ends. Per variant: the time to trace and lower the program (Pallas -> Triton IR, in JAX) and
+the time to compile it (XLA, with Triton and ptxas for the kernels), then one run checked
+against the ``jnp`` builder on the same device. Needs the device the kernels are for (CUDA);
+elsewhere ``--interpret`` compiles the interpreted form instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+# label -> (hash, stage, Tiling fields); stage "leaves", "pass<r>" (one tree pass of r levels)
+# or "build" (the whole tree).
+VARIANTS: dict[str, tuple[str, str, dict]] = {
+    "blake3 leaves rolled": ("blake3", "leaves", {"unroll": False}),
+    "blake3 leaves unrolled": ("blake3", "leaves", {"unroll": True}),
+    "blake3 pass1 unrolled": ("blake3", "pass1", {"unroll": True}),
+    "blake3 pass2 unrolled": ("blake3", "pass2", {"unroll": True}),
+    "blake3 pass4 rolled": ("blake3", "pass4", {"unroll": False}),
+    "blake3 pass4 unrolled": ("blake3", "pass4", {"unroll": True}),
+    "blake3 build rolled": ("blake3", "build", {"unroll": False}),
+    "blake3 build default": ("blake3", "build", {}),
+    "keccak256 build default": ("keccak256", "build", {}),
+    "poseidon2 build default": ("poseidon2", "build", {}),
+}
+
+
+def child(label: str, log_n: int, width: int, interpret: bool) -> dict:
+    import jax
+    import jax.numpy as jnp
+
+    from jaxstark import gl, merkle
+    from jaxstark.kernels import merkle as km
+
+    name, stage, fields = VARIANTS[label]
+    tiling = km.TILINGS[name]._replace(**fields)
+    h = km.kernel_hash(name)
+    n = 1 << log_n
+    matrix = gl.random(jax.random.key(1), (n, width))
+    if stage == "leaves":
+        fn = lambda m: km.leaf_digests(m, h, interpret=interpret, tiling=tiling)  # noqa: E731
+    elif stage.startswith("pass"):
+        r = int(stage[4:])
+
+        def fn(m):
+            nodes = km.leaf_digests(m, h, interpret=interpret, tiling=tiling).reshape(-1)
+            return km._tree_pass(nodes, jnp.int32(n), h, r, n, interpret, tiling)
+    else:
+        fn = lambda m: km.build_nodes(m, name, interpret=interpret, tiling=tiling)  # noqa: E731
+    t0 = time.perf_counter()
+    lowered = jax.jit(fn).lower(matrix)
+    t1 = time.perf_counter()
+    compiled = lowered.compile()
+    t2 = time.perf_counter()
+    out = compiled(matrix)
+    jax.block_until_ready(out)
+    ok = "run"
+    if stage == "build":
+        want = jax.jit(merkle._reference_build, static_argnums=1)(matrix, name)
+        ok = "exact" if bool(jnp.array_equal(out, want)) else "MISMATCH"
+    return {"variant": label, "lower_s": round(t1 - t0, 2), "compile_s": round(t2 - t1, 2), "check": ok}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--log-rows", type=int, default=16)
+    ap.add_argument("--width", type=int, default=62)
+    ap.add_argument("--limit", type=float, default=90.0, help="seconds per variant")
+    ap.add_argument("--only", default="", help="variants whose label contains this")
+    ap.add_argument("--interpret", action="store_true")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args.child, args.log_rows, args.width, args.interpret)))
+        return 0
+    print(f"{'variant':<26} {'lower s':>8} {'compile s':>10}  check", flush=True)
+    for label in VARIANTS:
+        if args.only not in label:
+            continue
+        cmd = [sys.executable, __file__, "--child", label, "--log-rows", str(args.log_rows), "--width", str(args.width)]
+        cmd += ["--interpret"] if args.interpret else []
+        t0 = time.perf_counter()
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=args.limit)
+        except subprocess.TimeoutExpired:
+            print(f"{label:<26} {'':>8} {'>' + format(args.limit, '.0f'):>10}  (time limit)", flush=True)
+            continue
+        lines = [ln for ln in res.stdout.splitlines() if ln.startswith("{")]
+        if res.returncode or not lines:
+            tail = (res.stderr.strip().splitlines() or ["?"])[-1][:100]
+            print(f"{label:<26} failed after {time.perf_counter() - t0:.0f} s: {tail}", flush=True)
+            continue
+        row = json.loads(lines[-1])
+        print(f"{label:<26} {row['lower_s']:>8.2f} {row['compile_s']:>10.2f}  {row['check']}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
