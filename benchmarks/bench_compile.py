@@ -1,6 +1,7 @@
 """Compile time of each round, from one ``jaxstark.plan`` of an example (fresh process).
 
 python benchmarks/bench_compile.py --example alu --log-rows 12 --blowup 2
+python benchmarks/bench_compile.py --fri-final-degree 4 --fri-scan-below 0   # every FRI layer unrolled
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import time
 
 import jaxstark as js
 from jaxstark.examples import EXAMPLES
+from jaxstark.rounds import r4_deep_fri
 
 
 def main(argv=None) -> int:
@@ -20,7 +22,15 @@ def main(argv=None) -> int:
     ap.add_argument("--blowup", type=int, default=2)
     ap.add_argument("--fri-final-degree", type=int, default=64, help="fewer FRI layers as it grows")
     ap.add_argument("--hash", default="blake3")
+    ap.add_argument(
+        "--fri-scan-below",
+        type=int,
+        default=None,
+        help="FRI layers of at most this many evaluations share one scanned step (0: every layer unrolled)",
+    )
     args = ap.parse_args(argv)
+    if args.fri_scan_below is not None:
+        r4_deep_fri.SCAN_LAYERS_BELOW = args.fri_scan_below
     seconds: dict[str, float] = {}
 
     def compiled(event):  # the planner reports every round it compiles (jaxstark.progress, phase "plan")
@@ -33,7 +43,8 @@ def main(argv=None) -> int:
     t = time.perf_counter()
     js.plan(air, trace, config, progress=compiled)
     total = time.perf_counter() - t
-    print(f"{args.example} 2^{args.log_rows} b{args.blowup} f{args.fri_final_degree} {args.hash}: plan {total:.1f} s")
+    shape = f"{args.example} 2^{args.log_rows} b{args.blowup} f{args.fri_final_degree} {args.hash}"
+    print(f"{shape} fri-scan-below {r4_deep_fri.SCAN_LAYERS_BELOW}: plan {total:.1f} s")
     for name, secs in sorted(seconds.items(), key=lambda kv: -kv[1]):
         print(f"  {name:22} {secs:6.1f} s")
     return 0

@@ -27,6 +27,10 @@ Sampling without modulo bias worth mentioning:
 * query indices in a power-of-two domain ``2^k``: the low ``k`` bits of a 64-bit output word --
   exactly uniform.
 
+A label is a ``str``, or the same label as data (:func:`encode_label`, ``uint8[23]``): a loop
+whose steps carry different labels -- FRI's small layers, in one ``lax.scan`` -- passes them
+in as an array of encoded labels, and every step absorbs exactly the tags the strings give.
+
 Annotated mode (``annotated=True``) records a log of ``(label, kind, value)`` entries for every
 absorb and squeeze; values are arrays and come out of ``jit``/``vmap`` like the state, so prover
 and verifier logs can be compared entry by entry.
@@ -47,7 +51,7 @@ from jaxstark.field import goldilocks as gl
 from jaxstark.hash.encoding import bytes_to_words, words_to_bytes
 from jaxstark.hash.interface import DIGEST_BYTES, get_hash
 
-__all__ = ["Transcript", "LogEntry", "grind_batch"]
+__all__ = ["Transcript", "LogEntry", "grind_batch", "encode_label"]
 
 MAX_LABEL = 22
 _KINDS = {
@@ -72,22 +76,38 @@ class LogEntry(eqx.Module):
     value: Array
 
 
-def _tag(kind: str, label: str, count) -> Array:
-    """The 32-byte tag: kind, label length, label (zero-padded to 22 bytes), count (8 bytes LE)."""
+Label = str | UInt8[Array, " 23"]  # a label, or the same label as data (encode_label)
+
+
+def encode_label(label: str) -> np.ndarray:
+    """``label`` as the 23 bytes its tags carry: its length, then its ASCII bytes zero-padded to
+    22. A transcript takes this array wherever it takes the string, with the same result."""
+    _check_label(label)
     raw = label.encode("ascii")
-    head = np.zeros(24, np.uint8)
-    head[0] = _KINDS[kind]
-    head[1] = len(raw)
-    head[2 : 2 + len(raw)] = np.frombuffer(raw, np.uint8)
+    out = np.zeros(1 + MAX_LABEL, np.uint8)
+    out[0] = len(raw)
+    out[1 : 1 + len(raw)] = np.frombuffer(raw, np.uint8)
+    return out
+
+
+def _tag(kind: str, label: Label, count) -> Array:
+    """The 32-byte tag: kind, label length, label (zero-padded to 22 bytes), count (8 bytes LE)."""
+    encoded = encode_label(label) if isinstance(label, str) else label
+    head = jnp.concatenate([jnp.full((1,), _KINDS[kind], jnp.uint8), jnp.asarray(encoded)])
     count = jnp.asarray(count).astype(jnp.uint64)
-    return jnp.concatenate(
-        [jnp.broadcast_to(jnp.asarray(head), (*count.shape, 24)), words_to_bytes(count[..., None])], -1
-    )
+    return jnp.concatenate([jnp.broadcast_to(head, (*count.shape, 24)), words_to_bytes(count[..., None])], -1)
 
 
-def _check_label(label: str) -> None:
-    if not isinstance(label, str) or not label.isascii() or len(label) > MAX_LABEL:
-        raise ValueError(f"transcript labels are ASCII strings of at most {MAX_LABEL} bytes, got {label!r}")
+def _check_label(label: Label) -> None:
+    if isinstance(label, str):
+        if not label.isascii() or len(label) > MAX_LABEL:
+            raise ValueError(f"transcript labels are ASCII strings of at most {MAX_LABEL} bytes, got {label!r}")
+        return
+    if getattr(label, "dtype", None) != jnp.uint8 or getattr(label, "shape", None) != (1 + MAX_LABEL,):
+        raise ValueError(
+            f"transcript labels are ASCII strings of at most {MAX_LABEL} bytes or uint8[{1 + MAX_LABEL}] arrays "
+            f"from encode_label, got {label!r}"
+        )
 
 
 def _elements_to_blocks(x: Array) -> Array:
@@ -127,21 +147,23 @@ class Transcript(eqx.Module):
     def _compress(self, left: Array, right: Array) -> Array:
         return get_hash(self.hash_name).compress(left, right)
 
-    def _absorb_tag(self, kind: str, label: str, count) -> Transcript:
+    def _absorb_tag(self, kind: str, label: Label, count) -> Transcript:
         return dataclasses.replace(self, state=self._compress(self.state, _tag(kind, label, count)))
 
-    def _logged(self, label: str, kind: str, value: Array) -> Transcript:
+    def _logged(self, label: Label, kind: str, value: Array) -> Transcript:
         if not self.annotated:
             return self
+        if not isinstance(label, str):
+            raise ValueError("an annotated transcript logs its labels by name: pass them as strings")
         return dataclasses.replace(self, log=(*self.log, LogEntry(label, kind, value)))
 
-    def _absorb_blocks(self, kind: str, label: str, count: int, blocks: Array, logged: Array) -> Transcript:
+    def _absorb_blocks(self, kind: str, label: Label, count: int, blocks: Array, logged: Array) -> Transcript:
         _check_label(label)
         blocks = jnp.concatenate([_tag(kind, label, count)[None], blocks])  # the tag first, then the data
         state, _ = lax.scan(lambda s, b: (self._compress(s, b), None), self.state, blocks)
         return dataclasses.replace(self, state=state)._logged(label, kind, logged)
 
-    def _squeeze(self, kind: str, label: str, count: int, n_blocks: int) -> tuple[Transcript, Array]:
+    def _squeeze(self, kind: str, label: Label, count: int, n_blocks: int) -> tuple[Transcript, Array]:
         """One batched compression from the current state: of the tag (the next state) and of
         ``n_blocks`` counter blocks carrying the same label (the outputs)."""
         _check_label(label)
@@ -153,7 +175,7 @@ class Transcript(eqx.Module):
 
     # -- absorbing ------------------------------------------------------------------------------
 
-    def absorb_digest(self, label: str, digest: UInt8[Array, " *k 32"]) -> Transcript:
+    def absorb_digest(self, label: Label, digest: UInt8[Array, " *k 32"]) -> Transcript:
         """Absorb one or more 32-byte digests (e.g. Merkle roots)."""
         d = jnp.asarray(digest)
         if d.dtype != jnp.uint8 or d.ndim < 1 or d.shape[-1] != DIGEST_BYTES:
@@ -161,14 +183,14 @@ class Transcript(eqx.Module):
         blocks = d.reshape(-1, DIGEST_BYTES)
         return self._absorb_blocks("digest", label, blocks.shape[0], blocks, d)
 
-    def absorb_base(self, label: str, x: UInt64[Array, " *k"]) -> Transcript:
+    def absorb_base(self, label: Label, x: UInt64[Array, " *k"]) -> Transcript:
         """Absorb base-field elements (any shape, flattened in row-major order)."""
         x = jnp.asarray(x)
         if x.dtype != jnp.uint64:
             raise ValueError(f"absorb_base: expected uint64 field elements, got {x.dtype}")
         return self._absorb_blocks("base", label, x.size, _elements_to_blocks(x), x)
 
-    def absorb_ext(self, label: str, x: UInt64[Array, " *k 3"]) -> Transcript:
+    def absorb_ext(self, label: Label, x: UInt64[Array, " *k 3"]) -> Transcript:
         """Absorb extension elements (trailing axis 3)."""
         x = jnp.asarray(x)
         if x.dtype != jnp.uint64 or x.ndim < 1 or x.shape[-1] != 3:
@@ -177,7 +199,7 @@ class Transcript(eqx.Module):
 
     # -- squeezing ------------------------------------------------------------------------------
 
-    def _challenge(self, kind: str, label: str, n: int | None, coords: int) -> tuple[Transcript, Array]:
+    def _challenge(self, kind: str, label: Label, n: int | None, coords: int) -> tuple[Transcript, Array]:
         """``n`` field elements of ``coords`` base coordinates each, 128 output bits per
         coordinate reduced mod p (a scalar element when ``n`` is None)."""
         k = 1 if n is None else int(n)
@@ -187,11 +209,11 @@ class Transcript(eqx.Module):
         vals = vals[0] if n is None else vals
         return t._logged(label, kind, vals), vals
 
-    def challenge_base(self, label: str, n: int | None = None) -> tuple[Transcript, UInt64[Array, " *n"]]:
+    def challenge_base(self, label: Label, n: int | None = None) -> tuple[Transcript, UInt64[Array, " *n"]]:
         """``n`` base-field challenges (a scalar when ``n`` is None)."""
         return self._challenge("challenge_base", label, n, 1)
 
-    def challenge_ext(self, label: str, n: int | None = None) -> tuple[Transcript, UInt64[Array, " *n 3"]]:
+    def challenge_ext(self, label: Label, n: int | None = None) -> tuple[Transcript, UInt64[Array, " *n 3"]]:
         """``n`` extension-field challenges, shape ``(n, 3)`` (``(3,)`` when ``n`` is None)."""
         return self._challenge("challenge_ext", label, n, 3)
 

@@ -2,6 +2,7 @@
 table with interactions, so the aux round runs too)."""
 
 import chex
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -9,13 +10,15 @@ import pytest
 import jaxstark as js
 from jaxstark.examples import Alu, alu_trace
 from jaxstark.prover import fork_table, initial_transcript, public_array
+from jaxstark.rounds import r4_deep_fri
 from jaxstark.rounds.domain import make_domain
 from jaxstark.rounds.r1_aux_commit import aux_commit, logup_challenges
 from jaxstark.rounds.r1_trace_commit import trace_commit
 from jaxstark.rounds.r2_composition import composition
-from jaxstark.rounds.r3_ood import out_of_domain
+from jaxstark.rounds.r3_ood import OutOfDomain, out_of_domain
 from jaxstark.rounds.r4_deep_fri import deep_fri, fri_num_layers
 from jaxstark.rounds.r5_queries import queries
+from jaxstark.transcript import Transcript
 
 
 def test_round_outputs_have_the_documented_shapes():
@@ -92,3 +95,36 @@ def test_deep_column_dot_block_by_block_matches_integers(width):
     got = _dot_base_ext(jnp.asarray(t), jnp.asarray(g))
     chex.assert_shape(got, (6, 3))
     assert np.asarray(got).tolist() == want
+
+
+@pytest.mark.parametrize("hash_name", ["blake3"])
+def test_scanned_small_fri_layers_equal_unrolled_ones(hash_name, monkeypatch):
+    """FRI's small layers run as one scan over a padded buffer; every layer's leaves, node
+    array and root, the final polynomial and the transcript equal those of the layers written
+    out one by one -- all layers unrolled, a mix, all scanned (random DEEP inputs: the bytes,
+    not the low degree, are under test)."""
+    log_n, blowup, c, parts = 6, 4, 3, 2
+    domain = make_domain(log_n, blowup)
+    size = domain.size
+    keys = jax.random.split(jax.random.key(5), 8)
+    shapes = [(), (c,), (c,), (parts,), (0,), (0,)]  # z, trace_z, trace_zg, parts_z, aux_z, aux_zg
+    ood = OutOfDomain(*(js.ext.random(k, s) for k, s in zip(keys[:6], shapes, strict=True)))
+    trace_lde, parts_lde = js.gl.random(keys[6], (size, c)), js.ext.random(keys[7], (size, parts))
+    tr = Transcript.new("fri scan test", hash_name)
+    layers = fri_num_layers(log_n, 4)
+    outs = {}
+    for below in [0, size // 4, r4_deep_fri.SCAN_LAYERS_BELOW]:  # 0, 2 and all 4 layers scanned
+        monkeypatch.setattr(r4_deep_fri, "SCAN_LAYERS_BELOW", below)
+        jax.clear_caches()  # the round's trace reads the threshold
+        outs[below] = deep_fri(domain, trace_lde, None, parts_lde, ood, tr, hash_name=hash_name, final_degree=4)
+    jax.clear_caches()
+    (want, want_tr), *others = outs.values()
+    assert len(want.leaves) == layers == 4
+    for fri, tr_out in others:
+        assert len(fri.leaves) == len(fri.nodes) == layers
+        for k in range(layers):
+            np.testing.assert_array_equal(fri.leaves[k], want.leaves[k])
+            np.testing.assert_array_equal(fri.nodes[k], want.nodes[k])
+        np.testing.assert_array_equal(fri.final, want.final)
+        assert bool(fri.excess) == bool(want.excess)
+        np.testing.assert_array_equal(tr_out.state, want_tr.state)

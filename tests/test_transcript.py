@@ -8,7 +8,7 @@ import pytest
 
 from jaxstark import ext, gl
 from jaxstark.hash.interface import HASHES
-from jaxstark.transcript import Transcript
+from jaxstark.transcript import Transcript, encode_label
 
 
 def script(t: Transcript, root, values, ext_values):
@@ -91,3 +91,33 @@ def test_bad_arguments():
         t.absorb_digest("root", jnp.zeros((32,), jnp.uint32))
     with pytest.raises(ValueError, match="unknown hash"):
         Transcript.new("x", "md5")
+
+
+def test_labels_as_data_absorb_the_same_tags_also_inside_a_scan():
+    """A label passed as ``encode_label(label)`` -- also one row of an array of labels scanned
+    over -- gives exactly the string's transcript; arrays of another shape or dtype, and array
+    labels on an annotated transcript (logged by name), are refused."""
+    labels = ["fri layer 3", "fri layer 12", ""]
+    digest = jnp.arange(32, dtype=jnp.uint8)
+
+    def step(t, label):
+        t = t.absorb_digest(label, digest)
+        t, c = t.challenge_ext(label)
+        return t, c
+
+    want_t, want = Transcript.new("labels"), []
+    for label in labels:
+        want_t, c = step(want_t, label)
+        want.append(c)
+    got_t, got = jax.lax.scan(step, Transcript.new("labels"), jnp.asarray(np.stack([encode_label(x) for x in labels])))
+    np.testing.assert_array_equal(got_t.state, want_t.state)
+    np.testing.assert_array_equal(got, np.stack(want))
+    assert encode_label("ab").tolist()[:4] == [2, ord("a"), ord("b"), 0] and encode_label("ab").shape == (23,)
+    with pytest.raises(ValueError, match="labels"):
+        Transcript.new("x").absorb_digest(np.zeros(22, np.uint8), digest)
+    with pytest.raises(ValueError, match="labels"):
+        Transcript.new("x").absorb_digest(np.zeros(23, np.uint32), digest)
+    with pytest.raises(ValueError, match="by name"):
+        Transcript.new("x", annotated=True).absorb_digest(encode_label("y"), digest)
+    with pytest.raises(ValueError, match="labels"):
+        encode_label("x" * 23)

@@ -17,6 +17,18 @@ elements each), and after absorbing its root a challenge ``beta_k`` folds it:
 
     f'[t] = (f[t] + f[t + m/2]) / 2 + beta_k (f[t] - f[t + m/2]) / (2 x_t),  x_t = s^(2^k) w_m^t.
 
+The large layers are one block of code each. The layers of at most :data:`SCAN_LAYERS_BELOW`
+evaluations are one ``lax.scan`` step each over a fixed buffer of the first such layer's size
+``B``, so a proof compiles one small-layer step whatever the number of layers (each unrolled
+layer is another copy of the hash, about 1.5 s of CPU compile time). A scanned layer of ``m``
+evaluations hashes ``B / 2`` leaf pairs, the last ``(B - m) / 2`` of them padding, and builds
+the tree over all of them: the real tree over the first ``m / 2`` leaves is the padded tree's
+leftmost subtree of that size (rooted at node ``B / m``), so the root and the node array
+(sliced out level by level after the scan) are exactly the unpadded ones; the transcript
+labels go in as data (:func:`~jaxstark.transcript.encode_label`). The waste is at most
+``B / 2`` hashes per small layer. An annotated transcript keeps every layer unrolled (its log
+is per label).
+
 After ``K = log2(n / d_f)`` folds (``d_f <= fri_final_degree``) the remaining evaluations are
 interpolated and the ``d_f`` coefficients of the final polynomial are sent in clear; any
 coefficient beyond them means D was not low-degree (``excess``).
@@ -44,11 +56,12 @@ from jaxstark.ntt import _make_tables
 from jaxstark.poly import sum_column_blocks
 from jaxstark.rounds.domain import Domain
 from jaxstark.rounds.r3_ood import OutOfDomain
-from jaxstark.transcript import Transcript
+from jaxstark.transcript import Transcript, encode_label
 
 __all__ = ["FriCommitment", "deep_fri", "fri_num_layers", "deep_combine", "fold_pair", "num_deep_terms"]
 
 INV2 = np.uint64((gl.P + 1) // 2)
+SCAN_LAYERS_BELOW = 1 << 10  # FRI layers of at most this many evaluations share one scanned step
 
 
 class FriCommitment(eqx.Module):
@@ -134,7 +147,8 @@ def deep_fri(
     layers = fri_num_layers(domain.log_n, final_degree)
     offset = domain.offset
     leaves, nodes = [], []
-    for k in range(layers):
+    k = 0
+    while k < layers and (f.shape[0] > SCAN_LAYERS_BELOW or tr.annotated):
         m = f.shape[0]
         h = m // 2
         leaf = jnp.concatenate([f[:h], f[h:]], axis=-1)  # (h, 6)
@@ -143,10 +157,13 @@ def deep_fri(
         nodes.append(tree)
         tr = tr.absorb_digest(f"fri layer {k}", tree[1])
         tr, beta = tr.challenge_ext(f"fri beta {k}")
-        w_inv = pow(gl.root_of_unity(m.bit_length() - 1), gl.P - 2, gl.P)
-        s_inv = pow(pow(offset, 1 << k, gl.P), gl.P - 2, gl.P)
-        x_inv = gl._mul(gl._powers(jnp.asarray(np.uint64(w_inv)), h), np.uint64(s_inv))
+        x_inv = gl._mul(gl._powers(jnp.asarray(_w_inv(m)), h), _s_inv(offset, k))
         f = fold_pair(f[:h], f[h:], x_inv, beta)
+        k += 1
+    if k < layers:
+        f, tr, small_leaves, small_nodes = _small_layers(f, tr, range(k, layers), offset, hash_name)
+        leaves += small_leaves
+        nodes += small_nodes
 
     m = f.shape[0]
     log_m = m.bit_length() - 1
@@ -156,3 +173,52 @@ def deep_fri(
     final = coeffs[:d_f]
     tr = tr.absorb_ext("fri final poly", final)
     return FriCommitment(tuple(leaves), tuple(nodes), final, excess), tr
+
+
+def _w_inv(m: int) -> np.uint64:
+    """1 / w_m, the inverse of the size-``m`` root of unity."""
+    return np.uint64(pow(gl.root_of_unity(m.bit_length() - 1), gl.P - 2, gl.P))
+
+
+def _s_inv(offset: int, k: int) -> np.uint64:
+    """1 / s^(2^k): the inverse of layer ``k``'s coset offset."""
+    return np.uint64(pow(pow(offset, 1 << k, gl.P), gl.P - 2, gl.P))
+
+
+def _small_layers(f: Array, tr: Transcript, ks: range, offset: int, hash_name: str):
+    """Layers ``ks`` (the first holding ``f``, ``B = len(f)`` evaluations) as one ``lax.scan``
+    over a ``(B, 3)`` buffer whose first ``m`` rows hold the current layer. Returns the folded
+    evaluations, the transcript, and each layer's leaves and node array as the unrolled layers
+    give them."""
+    size = f.shape[0]
+    sizes = [size >> j for j in range(len(ks))]  # m of each layer
+    xs = (
+        jnp.asarray(np.array([m // 2 for m in sizes], np.int32)),  # h
+        jnp.asarray(np.array([size // m for m in sizes], np.int32)),  # the real tree's root node
+        jnp.asarray(np.stack([encode_label(f"fri layer {k}") for k in ks])),
+        jnp.asarray(np.stack([encode_label(f"fri beta {k}") for k in ks])),
+        jnp.asarray(np.array([_w_inv(m) for m in sizes], np.uint64)),
+        jnp.asarray(np.array([_s_inv(offset, k) for k in ks], np.uint64)),
+    )
+
+    def layer(carry, x):
+        tr, buf = carry
+        h, root_node, layer_label, beta_label, w_inv, s_inv = x
+        first = buf[: size // 2]  # f[t] for t < h, then padding
+        second = lax.dynamic_slice_in_dim(buf, h, size // 2)  # f[t + h] for t < h
+        leaf = jnp.concatenate([first, second], axis=-1)
+        tree = _build(leaf, hash_name)  # the real tree is the subtree of node root_node
+        tr = tr.absorb_digest(layer_label, tree[root_node])
+        tr, beta = tr.challenge_ext(beta_label)
+        x_inv = gl._mul(gl._powers(w_inv, size // 2), s_inv)
+        folded = fold_pair(first, second, x_inv, beta)
+        return (tr, jnp.concatenate([folded, jnp.zeros_like(folded)])), (leaf, tree)
+
+    (tr, buf), (leaf_ys, tree_ys) = lax.scan(layer, (tr, f), xs)
+    leaves, nodes = [], []
+    for j, m in enumerate(sizes):
+        h, d = m // 2, (size // m).bit_length() - 1  # the real tree's level l is the padded one's l + d
+        leaves.append(leaf_ys[j, :h])
+        levels = [tree_ys[j, (1 << (lv + d)) : (1 << (lv + d)) + (1 << lv)] for lv in range(h.bit_length())]
+        nodes.append(jnp.concatenate([jnp.zeros((1, tree_ys.shape[-1]), tree_ys.dtype), *levels]))
+    return buf[: sizes[-1] // 2], tr, leaves, nodes
