@@ -50,6 +50,7 @@ from jaxtyping import Array, Bool, UInt8, UInt64
 
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
+from jaxstark.hash.interface import DIGEST_BYTES
 from jaxstark.lde import _coset_interpolate
 from jaxstark.merkle import _build
 from jaxstark.ntt import _make_tables
@@ -189,36 +190,50 @@ def _small_layers(f: Array, tr: Transcript, ks: range, offset: int, hash_name: s
     """Layers ``ks`` (the first holding ``f``, ``B = len(f)`` evaluations) as one ``lax.scan``
     over a ``(B, 3)`` buffer whose first ``m`` rows hold the current layer. Returns the folded
     evaluations, the transcript, and each layer's leaves and node array as the unrolled layers
-    give them."""
+    give them.
+
+    Each step writes its ``B / 2`` leaf rows and the real tree's node array (gathered from the
+    padded tree into ``B`` rows) at the layer's offset in one flat buffer each; the next layer's
+    offset is where this one's real rows end, so its write covers the padding: the buffers
+    hold the real rows of every layer plus one layer's padding, not ``B`` rows per layer."""
     size = f.shape[0]
     sizes = [size >> j for j in range(len(ks))]  # m of each layer
+    leaf_at = np.cumsum([0] + [m // 2 for m in sizes])  # each layer's first row in the flat buffers
+    node_at = np.cumsum([0] + list(sizes))  # (a layer of m evaluations has m nodes: 2h)
     xs = (
         jnp.asarray(np.array([m // 2 for m in sizes], np.int32)),  # h
         jnp.asarray(np.array([size // m for m in sizes], np.int32)),  # the real tree's root node
+        jnp.asarray(leaf_at[:-1].astype(np.int32)),
+        jnp.asarray(node_at[:-1].astype(np.int32)),
         jnp.asarray(np.stack([encode_label(f"fri layer {k}") for k in ks])),
         jnp.asarray(np.stack([encode_label(f"fri beta {k}") for k in ks])),
         jnp.asarray(np.array([_w_inv(m) for m in sizes], np.uint64)),
         jnp.asarray(np.array([_s_inv(offset, k) for k in ks], np.uint64)),
     )
+    row = jnp.arange(size, dtype=jnp.int32)
+    level_start = jnp.left_shift(1, 31 - lax.clz(jnp.maximum(row, 1)))  # 2^level of node `row`
 
     def layer(carry, x):
-        tr, buf = carry
-        h, root_node, layer_label, beta_label, w_inv, s_inv = x
+        tr, buf, leaf_buf, node_buf = carry
+        h, root_node, leaf_off, node_off, layer_label, beta_label, w_inv, s_inv = x
         first = buf[: size // 2]  # f[t] for t < h, then padding
         second = lax.dynamic_slice_in_dim(buf, h, size // 2)  # f[t + h] for t < h
         leaf = jnp.concatenate([first, second], axis=-1)
         tree = _build(leaf, hash_name)  # the real tree is the subtree of node root_node
+        # real node i at level l (i = 2^l + o) is padded node root_node * 2^l + o; row 0 stays 0
+        real = tree[jnp.where(row > 0, row + level_start * (root_node - 1), 0)]
         tr = tr.absorb_digest(layer_label, tree[root_node])
         tr, beta = tr.challenge_ext(beta_label)
         x_inv = gl._mul(gl._powers(w_inv, size // 2), s_inv)
         folded = fold_pair(first, second, x_inv, beta)
-        return (tr, jnp.concatenate([folded, jnp.zeros_like(folded)])), (leaf, tree)
+        buf = jnp.concatenate([folded, jnp.zeros_like(folded)])
+        leaf_buf = lax.dynamic_update_slice_in_dim(leaf_buf, leaf, leaf_off, 0)
+        node_buf = lax.dynamic_update_slice_in_dim(node_buf, real, node_off, 0)
+        return (tr, buf, leaf_buf, node_buf), None
 
-    (tr, buf), (leaf_ys, tree_ys) = lax.scan(layer, (tr, f), xs)
-    leaves, nodes = [], []
-    for j, m in enumerate(sizes):
-        h, d = m // 2, (size // m).bit_length() - 1  # the real tree's level l is the padded one's l + d
-        leaves.append(leaf_ys[j, :h])
-        levels = [tree_ys[j, (1 << (lv + d)) : (1 << (lv + d)) + (1 << lv)] for lv in range(h.bit_length())]
-        nodes.append(jnp.concatenate([jnp.zeros((1, tree_ys.shape[-1]), tree_ys.dtype), *levels]))
+    leaf_buf = jnp.zeros((int(leaf_at[-1]) + size // 2, 6), f.dtype)
+    node_buf = jnp.zeros((int(node_at[-1]) + size, DIGEST_BYTES), jnp.uint8)
+    (tr, buf, leaf_buf, node_buf), _ = lax.scan(layer, (tr, f, leaf_buf, node_buf), xs)
+    leaves = [leaf_buf[leaf_at[j] : leaf_at[j + 1]] for j in range(len(sizes))]
+    nodes = [node_buf[node_at[j] : node_at[j + 1]] for j in range(len(sizes))]
     return buf[: sizes[-1] // 2], tr, leaves, nodes
