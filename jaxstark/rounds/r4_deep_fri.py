@@ -24,7 +24,7 @@ layer is another copy of the hash, about 1.5 s of CPU compile time). A scanned l
 evaluations hashes ``B / 2`` leaf pairs, the last ``(B - m) / 2`` of them padding, and builds
 the tree over all of them: the real tree over the first ``m / 2`` leaves is the padded tree's
 leftmost subtree of that size (rooted at node ``B / m``), so the root and the node array
-(sliced out level by level after the scan) are exactly the unpadded ones; the transcript
+(gathered from the padded tree in the step) are exactly the unpadded ones; the transcript
 labels go in as data (:func:`~jaxstark.transcript.encode_label`). The waste is at most
 ``B / 2`` hashes per small layer. An annotated transcript keeps every layer unrolled (its log
 is per label).
@@ -151,15 +151,12 @@ def deep_fri(
     k = 0
     while k < layers and (f.shape[0] > SCAN_LAYERS_BELOW or tr.annotated):
         m = f.shape[0]
-        h = m // 2
-        leaf = jnp.concatenate([f[:h], f[h:]], axis=-1)  # (h, 6)
-        tree = _build(leaf, hash_name)
+        labels = (f"fri layer {k}", f"fri beta {k}")
+        tr, leaf, tree, f = _commit_and_fold(
+            tr, f[: m // 2], f[m // 2 :], 1, labels, _w_inv(m), _s_inv(offset, k), hash_name
+        )
         leaves.append(leaf)
         nodes.append(tree)
-        tr = tr.absorb_digest(f"fri layer {k}", tree[1])
-        tr, beta = tr.challenge_ext(f"fri beta {k}")
-        x_inv = gl._mul(gl._powers(jnp.asarray(_w_inv(m)), h), _s_inv(offset, k))
-        f = fold_pair(f[:h], f[h:], x_inv, beta)
         k += 1
     if k < layers:
         f, tr, small_leaves, small_nodes = _small_layers(f, tr, range(k, layers), offset, hash_name)
@@ -186,6 +183,17 @@ def _s_inv(offset: int, k: int) -> np.uint64:
     return np.uint64(pow(pow(offset, 1 << k, gl.P), gl.P - 2, gl.P))
 
 
+def _commit_and_fold(tr: Transcript, first, second, root_node, labels, w_inv, s_inv, hash_name: str):
+    """One FRI layer: leaves ``(first[t], second[t])``, their tree (root at ``root_node``),
+    absorb the root, draw ``beta``, fold. Returns the transcript, leaves, tree and folded values."""
+    leaf = jnp.concatenate([first, second], axis=-1)  # (h, 6)
+    tree = _build(leaf, hash_name)
+    tr = tr.absorb_digest(labels[0], tree[root_node])
+    tr, beta = tr.challenge_ext(labels[1])
+    x_inv = gl._mul(gl._powers(jnp.asarray(w_inv), first.shape[0]), s_inv)
+    return tr, leaf, tree, fold_pair(first, second, x_inv, beta)
+
+
 def _small_layers(f: Array, tr: Transcript, ks: range, offset: int, hash_name: str):
     """Layers ``ks`` (the first holding ``f``, ``B = len(f)`` evaluations) as one ``lax.scan``
     over a ``(B, 3)`` buffer whose first ``m`` rows hold the current layer. Returns the folded
@@ -197,17 +205,17 @@ def _small_layers(f: Array, tr: Transcript, ks: range, offset: int, hash_name: s
     offset is where this one's real rows end, so its write covers the padding: the buffers
     hold the real rows of every layer plus one layer's padding, not ``B`` rows per layer."""
     size = f.shape[0]
-    sizes = [size >> j for j in range(len(ks))]  # m of each layer
-    leaf_at = np.cumsum([0] + [m // 2 for m in sizes])  # each layer's first row in the flat buffers
-    node_at = np.cumsum([0] + list(sizes))  # (a layer of m evaluations has m nodes: 2h)
+    sizes = np.array([size >> j for j in range(len(ks))])  # m of each layer
+    leaf_at = np.cumsum([0, *sizes // 2])  # each layer's first row in the flat buffers
+    node_at = np.cumsum([0, *sizes])  # (a layer of m evaluations has m nodes: 2h)
     xs = (
-        jnp.asarray(np.array([m // 2 for m in sizes], np.int32)),  # h
-        jnp.asarray(np.array([size // m for m in sizes], np.int32)),  # the real tree's root node
+        jnp.asarray((sizes // 2).astype(np.int32)),  # h
+        jnp.asarray((size // sizes).astype(np.int32)),  # the real tree's root node
         jnp.asarray(leaf_at[:-1].astype(np.int32)),
         jnp.asarray(node_at[:-1].astype(np.int32)),
         jnp.asarray(np.stack([encode_label(f"fri layer {k}") for k in ks])),
         jnp.asarray(np.stack([encode_label(f"fri beta {k}") for k in ks])),
-        jnp.asarray(np.array([_w_inv(m) for m in sizes], np.uint64)),
+        jnp.asarray(np.array([_w_inv(int(m)) for m in sizes], np.uint64)),
         jnp.asarray(np.array([_s_inv(offset, k) for k in ks], np.uint64)),
     )
     row = jnp.arange(size, dtype=jnp.int32)
@@ -218,14 +226,12 @@ def _small_layers(f: Array, tr: Transcript, ks: range, offset: int, hash_name: s
         h, root_node, leaf_off, node_off, layer_label, beta_label, w_inv, s_inv = x
         first = buf[: size // 2]  # f[t] for t < h, then padding
         second = lax.dynamic_slice_in_dim(buf, h, size // 2)  # f[t + h] for t < h
-        leaf = jnp.concatenate([first, second], axis=-1)
-        tree = _build(leaf, hash_name)  # the real tree is the subtree of node root_node
+        # the real tree is the padded tree's subtree of node root_node
+        tr, leaf, tree, folded = _commit_and_fold(
+            tr, first, second, root_node, (layer_label, beta_label), w_inv, s_inv, hash_name
+        )
         # real node i at level l (i = 2^l + o) is padded node root_node * 2^l + o; row 0 stays 0
         real = tree[jnp.where(row > 0, row + level_start * (root_node - 1), 0)]
-        tr = tr.absorb_digest(layer_label, tree[root_node])
-        tr, beta = tr.challenge_ext(beta_label)
-        x_inv = gl._mul(gl._powers(w_inv, size // 2), s_inv)
-        folded = fold_pair(first, second, x_inv, beta)
         buf = jnp.concatenate([folded, jnp.zeros_like(folded)])
         leaf_buf = lax.dynamic_update_slice_in_dim(leaf_buf, leaf, leaf_off, 0)
         node_buf = lax.dynamic_update_slice_in_dim(node_buf, real, node_off, 0)
@@ -236,4 +242,4 @@ def _small_layers(f: Array, tr: Transcript, ks: range, offset: int, hash_name: s
     (tr, buf, leaf_buf, node_buf), _ = lax.scan(layer, (tr, f, leaf_buf, node_buf), xs)
     leaves = [leaf_buf[leaf_at[j] : leaf_at[j + 1]] for j in range(len(sizes))]
     nodes = [node_buf[node_at[j] : node_at[j + 1]] for j in range(len(sizes))]
-    return buf[: sizes[-1] // 2], tr, leaves, nodes
+    return buf[: int(sizes[-1]) // 2], tr, leaves, nodes
