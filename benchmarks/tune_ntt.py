@@ -29,6 +29,7 @@ def main(argv=None) -> None:
     ap.add_argument("--lanes", default="128,256,512")
     ap.add_argument("--block-cols", default="16,32,64")
     ap.add_argument("--warps", default="4")
+    ap.add_argument("--ptx", default="1,0", help="inline-PTX field arithmetic (1) or the jnp formulas (0)")
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
     ints = lambda s: [int(v) for v in s.split(",")]  # noqa: E731
@@ -41,13 +42,13 @@ def main(argv=None) -> None:
         roots = ntt.ntt_tables(log_n).forward
         interp = jax.default_backend() == "cpu"  # a smoke run off the GPU: the interpreter
         fn = functools.partial(kn.dif if kind == "dif" else kn.dit, interpret=interp)
-        ref = np.asarray(jax.jit(fn)(x, roots))
+        ref = np.asarray(jax.jit(functools.partial(fn, tiling=kn.Tiling(ptx=False)))(x, roots))
         floor_ms = 2 * x.size * 8 / bw * 1e3
         rows = []
-        for r, lanes, bc, warps in itertools.product(
-            ints(args.radix), ints(args.lanes), ints(args.block_cols), ints(args.warps)
+        for r, lanes, bc, warps, ptx in itertools.product(
+            ints(args.radix), ints(args.lanes), ints(args.block_cols), ints(args.warps), ints(args.ptx)
         ):
-            tiling = kn.Tiling(r, lanes, bc, warps)
+            tiling = kn.Tiling(r, lanes, bc, warps, bool(ptx))
             f = jax.jit(functools.partial(fn, tiling=tiling))
             try:
                 ok = np.array_equal(np.asarray(f(x, roots)), ref)
@@ -64,7 +65,7 @@ def main(argv=None) -> None:
         for ms, t, note in sorted(rows, key=lambda z: z[0]):
             print(
                 f"  {ms:8.2f} ms  radix 2^{t.max_radix_log2} lanes {t.lanes:4d} cols {t.block_cols:3d} "
-                f"warps {t.num_warps}  {note}"
+                f"warps {t.num_warps} {'ptx' if t.ptx else 'jnp'}  {note}"
             )
 
 

@@ -24,8 +24,10 @@ that factor depends only on ``(k, u)``, so each pass reads an ``(R, t)`` table
 (row ``m = 2^j + (k mod 2^j)`` for level ``j`` of the pass, row 0 unused), gathered from
 ``roots`` by the surrounding XLA program.
 
-Field arithmetic is :mod:`jaxstark.field.goldilocks`'s ``_add/_sub/_mul``, which avoid the two
-Triton traps (no ``lax.mulhi``, no ``uint64`` literal >= 2^63).
+Field arithmetic: in a compiled kernel, the inline-PTX ``add/sub/mul`` of
+:mod:`jaxstark.kernels.field_ptx` (``Tiling.ptx``); in the interpreter, and with ``ptx=False``,
+:mod:`jaxstark.field.goldilocks`'s ``_add/_sub/_mul``, which avoid the two Triton traps (no
+``lax.mulhi``, no ``uint64`` literal >= 2^63). Both give the same bits.
 """
 
 from __future__ import annotations
@@ -39,19 +41,21 @@ import numpy as np
 from jax.experimental import pallas as pl
 from jaxtyping import Array, UInt64
 
-from jaxstark.field import goldilocks as gl
+from jaxstark.kernels import field_ptx
 
 __all__ = ["Tiling", "TILING", "pass_plan", "dif", "dit"]
 
 
 class Tiling(NamedTuple):
     """Launch shape of a pass: at most ``2^max_radix_log2`` rows per butterfly group, vectors
-    of about ``lanes`` elements (``block_cols`` contiguous columns each), Triton warps."""
+    of about ``lanes`` elements (``block_cols`` contiguous columns each), Triton warps, and
+    whether a compiled kernel's field arithmetic is inline PTX."""
 
     max_radix_log2: int = 4
     lanes: int = 256
     block_cols: int = 32
     num_warps: int = 4
+    ptx: bool = True
 
 
 TILING = Tiling()
@@ -91,18 +95,19 @@ def _twiddles(roots: Array, log_n: int, log_t: int, r: int) -> Array:
 
 # One traced call per butterfly shape, called R/2 * r times per pass: tracing a pass stays cheap
 # (every program also traces the kernel branch of the platform switch, even on a CPU).
-@jax.jit
-def _dif_butterfly(a: Array, b: Array, w: Array) -> tuple[Array, Array]:
-    return gl._add(a, b), gl._mul(gl._sub(a, b), w)
+@functools.cache
+def _butterfly(f: field_ptx.FieldOps, dif: bool):
+    if dif:
+        return jax.jit(lambda a, b, w: (f.add(a, b), f.mul(f.sub(a, b), w)))
+
+    def dit(a, b, w):
+        bw = f.mul(b, w)
+        return f.add(a, bw), f.sub(a, bw)
+
+    return jax.jit(dit)
 
 
-@jax.jit
-def _dit_butterfly(a: Array, b: Array, w: Array) -> tuple[Array, Array]:
-    bw = gl._mul(b, w)
-    return gl._add(a, bw), gl._sub(a, bw)
-
-
-def _butterflies(x_ref, tw_ref, o_ref, *, r: int, dif: bool, mask_cols: int):
+def _butterflies(x_ref, tw_ref, o_ref, *, r: int, dif: bool, mask_cols: int, f: field_ptx.FieldOps):
     """One pass: ``r`` levels on the ``R`` row slices of a block. ``mask_cols`` (the row
     width, or 0) masks the columns of an overhanging last column block."""
     big_r = 1 << r
@@ -122,7 +127,7 @@ def _butterflies(x_ref, tw_ref, o_ref, *, r: int, dif: bool, mask_cols: int):
             if k & h:
                 continue
             w = tw_ref[h + (k % h), :][None, :, None]
-            v[k], v[k + h] = (_dif_butterfly if dif else _dit_butterfly)(v[k], v[k + h], w)
+            v[k], v[k + h] = _butterfly(f, dif)(v[k], v[k + h], w)
     for k in range(big_r):
         if mask_cols:
             plt.store(o_ref.at[:, k, :, :], v[k], mask=mask)
@@ -147,7 +152,7 @@ def _run_pass(x: Array, tw: Array, log_t: int, r: int, dif: bool, tiling: Tiling
 
         kwargs["compiler_params"] = plt.CompilerParams(num_warps=tiling.num_warps, num_stages=1)
     y = pl.pallas_call(
-        functools.partial(_butterflies, r=r, dif=dif, mask_cols=mask_cols),
+        functools.partial(_butterflies, r=r, dif=dif, mask_cols=mask_cols, f=field_ptx.ops(interpret, tiling.ptx)),
         out_shape=jax.ShapeDtypeStruct((q, big_r, t, cols), x.dtype),
         grid=grid,
         in_specs=[block, pl.BlockSpec((big_r, bt), lambda i, j, c: (0, j))],
