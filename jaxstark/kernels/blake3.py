@@ -86,7 +86,7 @@ def compress_words(
 ) -> tuple[Word, ...]:
     """BLAKE3's compression on tuples of ``uint32`` vectors: the 8-word chaining value after
     absorbing the 16-word block ``m``. ``counter`` (< 2^32 here), ``block_len`` and ``flags``
-    are scalars shared by all lanes (Python ints or traced ``uint32`` scalars)."""
+    are shared by all lanes (Python ints) or given per lane (``uint32`` vectors)."""
     if len(cv) != 8 or len(m) != 16:
         raise ValueError("blake3 compress: a chaining value is 8 words and a block 16 words")
     shape = jnp.shape(m[0])
@@ -144,30 +144,37 @@ class Blake3KernelHash:
         last_len = nbytes - _b.BLOCK_LEN * (blocks - 1)
         ragged = width % _COLS_PER_BLOCK != 0
         zero = jnp.zeros_like(load(0))
-        iv = tuple(jnp.zeros(zero.shape, jnp.uint32) + w for w in _b.IV)
+        lanes = zero.shape
+        iv = tuple(jnp.zeros(lanes, jnp.uint32) + w for w in _b.IV)
+        # Every per-block quantity (flags, length, counter, the chunk-start and chunk-end
+        # predicates) is made a uint32 / bool vector of the lane shape before it meets a lane
+        # vector: a compiled Triton kernel computed wrong digests with them as traced scalars
+        # (the interpreter did not), while the same compression fed vectors is exact.
+        vec = lambda x: jnp.broadcast_to(x, lanes)  # noqa: E731
+        u32 = np.uint32
 
         def column(j):
             if not ragged:
                 return load(j)
-            return jnp.where(j < width, load(jnp.minimum(j, width - 1)), zero)
+            return jnp.where(vec(j < width), load(jnp.minimum(j, width - 1)), zero)
 
         def body(t, carry):
             cv, slots = carry
             within = t & (_BLOCKS_PER_CHUNK - 1)
             chunk = t >> _CHUNK_SHIFT
-            start = within == 0
-            end = (within == _BLOCKS_PER_CHUNK - 1) | (t == blocks - 1)
-            flags = jnp.where(start, _b.CHUNK_START, 0) | jnp.where(end, _b.CHUNK_END, 0)
+            start = vec(within == 0)
+            end = vec((within == _BLOCKS_PER_CHUNK - 1) | (t == blocks - 1))
+            flags = jnp.where(start, u32(_b.CHUNK_START), u32(0)) | jnp.where(end, u32(_b.CHUNK_END), u32(0))
             if chunks == 1:
-                flags = flags | jnp.where(end, _b.ROOT, 0)
-            block_len = jnp.where(t == blocks - 1, last_len, _b.BLOCK_LEN)
+                flags = flags | jnp.where(end, u32(_b.ROOT), u32(0))
+            block_len = jnp.where(vec(t == blocks - 1), u32(last_len), u32(_b.BLOCK_LEN))
+            counter = vec(jnp.asarray(chunk).astype(jnp.uint32))
             base = _COLS_PER_BLOCK * t
             m = _block_words([column(base + i) for i in range(_COLS_PER_BLOCK)])
             cv_in = tuple(jnp.where(start, a, b) for a, b in zip(iv, cv, strict=True))
-            u32 = lambda x: jnp.asarray(x).astype(jnp.uint32)  # noqa: E731
-            cv = self._compress(cv_in, m, u32(chunk), u32(block_len), u32(flags))
+            cv = self._compress(cv_in, m, counter, block_len, flags)
             slots = tuple(
-                tuple(jnp.where(end & (chunk == k), a, b) for a, b in zip(cv, slot, strict=True))
+                tuple(jnp.where(end & vec(chunk == k), a, b) for a, b in zip(cv, slot, strict=True))
                 for k, slot in enumerate(slots)
             )
             return cv, slots
