@@ -10,7 +10,7 @@ The tree is **one array** ``nodes: uint8[2n, 32]`` in heap order: ``nodes[1]`` i
 ``v`` has children ``2v`` and ``2v + 1``, leaf ``i`` sits at ``n + i``; ``nodes[0]`` is unused
 (zero).
 
-Two builders give the same bytes. On a CUDA device under ``JAXSTARK_KERNELS=all`` (opt-in, see
+Two builders give the same bytes. On a CUDA device (unless ``JAXSTARK_KERNELS=jnp``, see
 :mod:`jaxstark.kernels`) the Pallas kernels of :mod:`jaxstark.kernels.merkle` hash the leaves and fuse several
 levels per pass, writing one ``2n * 32``-byte node buffer in place. Elsewhere, and as their
 reference, plain ``jnp`` (:func:`_reference_build`) hashes the leaves with ``hash.hash_rows``,
@@ -111,15 +111,13 @@ def _reference_build(matrix: Array, hash_name: str) -> Array:
 @functools.partial(jax.jit, static_argnums=1)
 def _build(matrix: Array, hash_name: str) -> Array:
     """The node array of :func:`commit`: the Pallas kernels of :mod:`jaxstark.kernels.merkle`
-    where the kernel posture puts them (a CUDA device under ``JAXSTARK_KERNELS=all``) and the hash has a kernel
-    form, else :func:`_reference_build`; both give the same bytes."""
+    where the kernel posture puts them (a CUDA device, by default) and the hash has a kernel form, else :func:`_reference_build`; both give the same bytes."""
     if kernel_merkle.kernel_hash(hash_name) is None:
         return _reference_build(matrix, hash_name)
     return switch(
         functools.partial(_reference_build, hash_name=hash_name),
         functools.partial(kernel_merkle.build_nodes, hash_name=hash_name, interpret=interpret()),
         matrix,
-        opt_in=True,
     )
 
 

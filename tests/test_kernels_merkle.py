@@ -177,8 +177,8 @@ def test_kernel_hash_registry():
 def test_triton_lowering_succeeds(shape, batch, monkeypatch):
     """Lowering for CUDA runs Pallas' Triton lowering on any machine: no uint64 literal >= 2^63,
     no unsupported primitive, power-of-two value shapes; also for ``merkle._build`` under vmap,
-    where the platform switch picks the kernels (posture ``all``: they are opt-in)."""
-    monkeypatch.setattr(kernels, "MODE", "all")
+    where the platform switch picks the kernels (the default posture)."""
+    monkeypatch.setattr(kernels, "MODE", "auto")
     jax.clear_caches()  # _build's trace under another posture must not be reused
     x = jax.ShapeDtypeStruct((*batch, *shape), jnp.uint64)
     build = lambda m: merkle._build(m, "blake3")  # noqa: E731
@@ -189,17 +189,17 @@ def test_triton_lowering_succeeds(shape, batch, monkeypatch):
     assert "triton" not in jax.jit(fn).trace(x).lower(lowering_platforms=("cpu",)).as_text()
 
 
-def test_the_default_posture_keeps_the_tree_kernels_off(monkeypatch):
-    """``auto`` lowers the tree to plain jnp even for CUDA (the kernels are opt-in), while the
-    NTT kernels are on."""
-    monkeypatch.setattr(kernels, "MODE", "auto")
+@pytest.mark.parametrize("mode", ["auto", "jnp"])
+def test_the_posture_decides_tree_and_ntt_kernels_together(mode, monkeypatch):
+    """``auto`` lowers both the tree and the LDE to kernels for CUDA; ``jnp`` neither."""
+    monkeypatch.setattr(kernels, "MODE", mode)
     jax.clear_caches()
     x = jax.ShapeDtypeStruct((1 << 10, 8), jnp.uint64)
     text = jax.jit(lambda m: merkle._build(m, "blake3")).trace(x).lower(lowering_platforms=("cuda",)).as_text()
-    assert "merkle_leaves" not in text and "triton" not in text
+    assert ("merkle_leaves_blake3" in text) == (mode == "auto")
     tables = lde.lde_tables(10, 2)
     text = jax.jit(lde._lde_core).trace(x, tables).lower(lowering_platforms=("cuda",))
-    assert "triton" in text.as_text()
+    assert ("triton" in text.as_text()) == (mode == "auto")
 
 
 def _triton_ir_chars(fn, x) -> int:

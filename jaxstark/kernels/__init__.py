@@ -8,17 +8,16 @@ The memory planner compiles for the device it will run on and so sees the kernel
 
 ``JAXSTARK_KERNELS`` (read once, at import) chooses the posture:
 
-* ``auto`` (default): the NTT kernels on CUDA devices, ``jnp`` elsewhere;
-* ``all``: also the Merkle kernels on CUDA devices. Not the default: they match the reference
-  (in the interpreter and through the Triton lowering) but on an H200 the Triton compilation of
-  the tree build ran for minutes, so a GPU proof would spend longer compiling than proving;
+* ``auto`` (default): the kernels on CUDA devices (NTT passes and Merkle trees), ``jnp``
+  elsewhere;
 * ``jnp``: never use the kernels (the baseline the benchmarks compare against);
 * ``interpret``: run every kernel everywhere, in Pallas' interpreter off the GPU -- slow, for
   testing the kernels' logic on a CPU at small sizes.
 
-Modules: :mod:`.ntt` (radix-2^r butterfly passes along the row axis), :mod:`.merkle` (leaf
-hashing and fused tree levels, generic over an element-wise hash), :mod:`.blake3`,
-:mod:`.keccak`, :mod:`.poseidon2` (the hashes in element-wise form).
+Modules: :mod:`.ntt` (radix-2^r butterfly passes along the row axis), :mod:`.field_ptx`
+(Goldilocks arithmetic as inline PTX for compiled kernels), :mod:`.merkle` (leaf hashing and
+fused tree levels, generic over an element-wise hash), :mod:`.blake3`, :mod:`.keccak`,
+:mod:`.poseidon2` (the hashes in element-wise form).
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ import jax
 
 __all__ = ["MODE", "MODES", "switch", "interpret", "kernel_platforms"]
 
-MODES = ("auto", "all", "jnp", "interpret")
+MODES = ("auto", "jnp", "interpret")
 
 
 def _mode_from_env() -> str:
@@ -48,19 +47,15 @@ def interpret() -> bool:
     return MODE == "interpret"
 
 
-def kernel_platforms(opt_in: bool = False) -> tuple[str, ...]:
-    """Platforms whose lowering uses the kernels under the current posture (``opt_in``: for a
-    kernel that only the ``all`` posture enables on CUDA)."""
-    if MODE == "auto" and opt_in:
-        return ()
-    return {"auto": ("cuda",), "all": ("cuda",), "jnp": (), "interpret": ("cpu", "cuda")}[MODE]
+def kernel_platforms() -> tuple[str, ...]:
+    """Platforms whose lowering uses the kernels under the current posture."""
+    return {"auto": ("cuda",), "jnp": (), "interpret": ("cpu", "cuda")}[MODE]
 
 
-def switch(reference: Callable, kernel: Callable, *args, opt_in: bool = False):
+def switch(reference: Callable, kernel: Callable, *args):
     """``kernel(*args)`` where the posture puts kernels on the lowering platform, else
-    ``reference(*args)``. Both must return the same shapes and dtypes (and the same values).
-    ``opt_in`` kernels run on CUDA only under ``JAXSTARK_KERNELS=all``."""
-    platforms = kernel_platforms(opt_in)
+    ``reference(*args)``. Both must return the same shapes and dtypes (and the same values)."""
+    platforms = kernel_platforms()
     if not platforms:
         return reference(*args)
     if MODE == "interpret":
