@@ -17,7 +17,6 @@ import functools
 import sys
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from common import median, timed
 from jax.experimental import pallas as pl
@@ -47,7 +46,9 @@ def chained(f: field_ptx.FieldOps, name: str, chain: int, interpret: bool):
             grid=(x.shape[0] // BLOCK,),
             in_specs=[spec, spec],
             out_specs=spec,
-            interpret=interpret,
+            **(
+                {"interpret": True} if interpret else {"compiler_params": plt.CompilerParams(num_warps=4, num_stages=1)}
+            ),
         )(x, y)
 
     return run

@@ -111,7 +111,8 @@ def _reference_build(matrix: Array, hash_name: str) -> Array:
 @functools.partial(jax.jit, static_argnums=1)
 def _build(matrix: Array, hash_name: str) -> Array:
     """The node array of :func:`commit`: the Pallas kernels of :mod:`jaxstark.kernels.merkle`
-    where the kernel posture puts them (a CUDA device, by default) and the hash has a kernel form, else :func:`_reference_build`; both give the same bytes."""
+    where the kernel posture puts them (a CUDA device, by default) and the hash has a kernel
+    form, else :func:`_reference_build`; both give the same bytes."""
     if kernel_merkle.kernel_hash(hash_name) is None:
         return _reference_build(matrix, hash_name)
     return switch(
