@@ -30,7 +30,19 @@ __all__ = ["FieldOps", "JNP", "PTX", "ops"]
 
 # Each block declares its own registers (a PTX ``{ }`` scope), so copies of it in one kernel
 # never clash; $0 is the result, $1 and $2 the operands.
-_MUL = """{
+# The canonical value of the sum t1:t0 that wrapped 2^64 (c = 1) or not (c = 0), as ``_fold``:
+# add 2^32 - 1 when it wrapped or when the sum is >= p (then the addition itself wraps).
+_FOLD = """add.cc.u32 y0, t0, 0xFFFFFFFF;
+addc.cc.u32 y1, t1, 0;
+addc.u32 c, c, 0;
+setp.ne.u32 q, c, 0;
+selp.b32 t0, y0, t0, q;
+selp.b32 t1, y1, t1, q;
+mov.b64 $0, {t0, t1};
+}"""
+
+_MUL = (
+    """{
 .reg .u32 a0, a1, b0, b1, r0, r1, r2, r3, t0, t1, bw, y0, y1, c;
 .reg .pred q;
 mov.b64 {a0, a1}, $1;
@@ -54,31 +66,22 @@ subc.u32 y1, r2, 0;
 add.cc.u32 t0, t0, y0;
 addc.cc.u32 t1, t1, y1;
 addc.u32 c, 0, 0;
-add.cc.u32 y0, t0, 0xFFFFFFFF;
-addc.cc.u32 y1, t1, 0;
-addc.u32 c, c, 0;
-setp.ne.u32 q, c, 0;
-selp.b32 t0, y0, t0, q;
-selp.b32 t1, y1, t1, q;
-mov.b64 $0, {t0, t1};
-}"""
+"""
+    + _FOLD
+)
 
-_ADD = """{
-.reg .u32 a0, a1, b0, b1, s0, s1, u0, u1, c;
+_ADD = (
+    """{
+.reg .u32 a0, a1, b0, b1, t0, t1, y0, y1, c;
 .reg .pred q;
 mov.b64 {a0, a1}, $1;
 mov.b64 {b0, b1}, $2;
-add.cc.u32 s0, a0, b0;
-addc.cc.u32 s1, a1, b1;
+add.cc.u32 t0, a0, b0;
+addc.cc.u32 t1, a1, b1;
 addc.u32 c, 0, 0;
-add.cc.u32 u0, s0, 0xFFFFFFFF;
-addc.cc.u32 u1, s1, 0;
-addc.u32 c, c, 0;
-setp.ne.u32 q, c, 0;
-selp.b32 s0, u0, s0, q;
-selp.b32 s1, u1, s1, q;
-mov.b64 $0, {s0, s1};
-}"""
+"""
+    + _FOLD
+)
 
 _SUB = """{
 .reg .u32 a0, a1, b0, b1, d0, d1, bw;
