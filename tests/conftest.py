@@ -10,11 +10,18 @@
   worker runs many modules, and every executable each one compiled would otherwise stay
   resident to the end of the run (the persistent cache above still serves a program asked for
   again).
+* The suite's time is mostly XLA compiling small programs, so the tests compile with LLVM's
+  optimisation off (``--xla_backend_optimization_level=0`` in ``XLA_FLAGS``, unless the caller
+  chose a level; inherited by the processes the tests start). It changes how fast the compiled
+  code runs, not what it computes: 37 -> 29 s and 47 -> 41 s for two proof tests on a 2-core CPU.
 """
 
 import gc
 import os
 import tempfile
+
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):  # before JAX's backend starts
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
 
 import jax
 import pytest
