@@ -20,10 +20,9 @@ import jax
 import numpy as np
 from common import median, timed
 from jax.experimental import pallas as pl
-from jax.experimental.pallas import triton as plt
 
 from jaxstark import gl
-from jaxstark.kernels import field_ptx
+from jaxstark.kernels import field_ptx, launch
 
 BLOCK = 1024
 
@@ -34,8 +33,8 @@ def _chain_kernel(x_ref, y_ref, o_ref, *, op, chain: int):
     o_ref[...] = x
 
 
-def chained(f: field_ptx.FieldOps, name: str, chain: int, interpret: bool):
-    op = getattr(field_ptx.ops(interpret, f.name == "ptx"), name)
+def chained(name: str, use_ptx: bool, chain: int, interpret: bool):
+    op = getattr(field_ptx.ops(interpret, use_ptx), name)
     spec = pl.BlockSpec((BLOCK,), lambda i: (i,))
 
     @jax.jit
@@ -46,9 +45,7 @@ def chained(f: field_ptx.FieldOps, name: str, chain: int, interpret: bool):
             grid=(x.shape[0] // BLOCK,),
             in_specs=[spec, spec],
             out_specs=spec,
-            **(
-                {"interpret": True} if interpret else {"compiler_params": plt.CompilerParams(num_warps=4, num_stages=1)}
-            ),
+            **launch(interpret),
         )(x, y)
 
     return run
@@ -84,10 +81,10 @@ def main(argv=None) -> int:
     bad = False
     for name in ("mul", "add", "sub"):
         out, rate = {}, {}
-        for f in (field_ptx.JNP, field_ptx.PTX):
-            fn = chained(f, name, args.chain, interpret)
-            out[f.name] = np.asarray(fn(x, y))
-            rate[f.name] = n * args.chain / median(timed(fn, x, y, repeats=args.repeats)) / 1e9
+        for label, use_ptx in (("jnp", False), ("ptx", True)):
+            fn = chained(name, use_ptx, args.chain, interpret)
+            out[label] = np.asarray(fn(x, y))
+            rate[label] = n * args.chain / median(timed(fn, x, y, repeats=args.repeats)) / 1e9
         xs, ys = np.asarray(x), np.asarray(y)
         want = [python_chain(name, int(xs[i]), int(ys[i]), args.chain) for i in sample]
         ok = np.array_equal(out["jnp"], out["ptx"]) and out["ptx"][sample].tolist() == want

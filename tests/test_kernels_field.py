@@ -8,10 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.experimental import pallas as pl
-from jax.experimental.pallas import triton as plt
 
 from jaxstark import gl
-from jaxstark.kernels import field_ptx
+from jaxstark.kernels import field_ptx, launch
 
 EDGES = [0, 1, 2, gl.P - 1, gl.P - 2, 2**32 - 1, 2**32, 2**32 + 1, gl.P - 2**32, 2**63, 2**64 - 2**33]
 
@@ -28,7 +27,7 @@ def _apply(f: field_ptx.FieldOps, name: str, a, b, interpret: bool = False):
         grid=(a.shape[0] // 256,),
         in_specs=[spec, spec],
         out_specs=spec,
-        **({"interpret": True} if interpret else {"compiler_params": plt.CompilerParams(num_warps=4, num_stages=1)}),
+        **launch(interpret),
     )(a, b)
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import jax
 
-__all__ = ["MODE", "MODES", "switch", "interpret", "kernel_platforms"]
+__all__ = ["MODE", "MODES", "switch", "interpret", "kernel_platforms", "launch"]
 
 MODES = ("auto", "jnp", "interpret")
 
@@ -45,6 +45,17 @@ MODE = _mode_from_env()
 def interpret() -> bool:
     """Whether kernels run in Pallas' interpreter (the ``interpret`` posture)."""
     return MODE == "interpret"
+
+
+def launch(interpret: bool, warps: int = 4, stages: int = 1) -> dict:
+    """The ``pallas_call`` keywords of a kernel launch: Pallas' interpreter, or the Triton
+    backend (named explicitly: the default GPU backend would be Mosaic) with ``warps`` warps and
+    ``stages`` software-pipelining stages."""
+    if interpret:
+        return {"interpret": True}
+    from jax.experimental.pallas import triton as plt
+
+    return {"compiler_params": plt.CompilerParams(num_warps=warps, num_stages=stages)}
 
 
 def kernel_platforms() -> tuple[str, ...]:

@@ -50,6 +50,8 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plt
 from jaxtyping import Array, UInt8, UInt64
 
+from jaxstark.kernels import launch
+
 __all__ = ["Tiling", "TILINGS", "kernel_hash", "pass_plan", "leaf_digests", "build_nodes"]
 
 WORDS = 4  # uint64 words per 32-byte digest
@@ -124,12 +126,6 @@ def _traced_once(h: Any):
     return jax.jit(h.compress)
 
 
-def _launch(interpret: bool, warps: int, stages: int) -> dict:
-    if interpret:
-        return {"interpret": True}
-    return {"compiler_params": plt.CompilerParams(num_warps=warps, num_stages=stages)}
-
-
 def _leaf_kernel(rows_ref, nodes_ref, *, h: Any, width: int):
     digest = h.leaf(lambda j: rows_ref[:, j], width)
     for w in range(WORDS):
@@ -152,7 +148,7 @@ def leaf_digests(
         in_specs=[pl.BlockSpec((block, width), lambda i: (i, 0))],
         out_specs=pl.BlockSpec((block, WORDS), lambda i: (first + i, 0)),
         name=f"merkle_leaves_{h.name}",
-        **_launch(interpret, tiling.leaf_warps, tiling.leaf_stages),
+        **launch(interpret, tiling.leaf_warps, tiling.leaf_stages),
     )(rows)
 
 
@@ -197,7 +193,7 @@ def _tree_pass(nodes: Array, m: Array, h: Any, r: int, n: int, interpret: bool, 
         grid=(groups // block,),
         input_output_aliases={1: 0},
         name=f"merkle_tree_{h.name}_r{r}",
-        **_launch(interpret, tiling.tree_warps, 1),
+        **launch(interpret, tiling.tree_warps),
     )(jnp.reshape(m, (1,)).astype(jnp.int32), nodes)
 
 

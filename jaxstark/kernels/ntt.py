@@ -41,7 +41,7 @@ import numpy as np
 from jax.experimental import pallas as pl
 from jaxtyping import Array, UInt64
 
-from jaxstark.kernels import field_ptx
+from jaxstark.kernels import field_ptx, launch
 
 __all__ = ["Tiling", "TILING", "pass_plan", "dif", "dit"]
 
@@ -144,13 +144,8 @@ def _run_pass(x: Array, tw: Array, log_t: int, r: int, dif: bool, tiling: Tiling
     bq = min(q, max(1, tiling.lanes // (bc * bt)))
     grid = (q // bq, t // bt, pl.cdiv(cols, bc))
     block = pl.BlockSpec((bq, big_r, bt, bc), lambda i, j, c: (i, 0, j, c))
-    kwargs = {}
     # the interpreter pads overhanging blocks itself; a Triton kernel must mask them
     mask_cols = cols if cols % bc and not interpret else 0
-    if not interpret:
-        from jax.experimental.pallas import triton as plt
-
-        kwargs["compiler_params"] = plt.CompilerParams(num_warps=tiling.num_warps, num_stages=1)
     y = pl.pallas_call(
         functools.partial(_butterflies, r=r, dif=dif, mask_cols=mask_cols, f=field_ptx.ops(interpret, tiling.ptx)),
         out_shape=jax.ShapeDtypeStruct((q, big_r, t, cols), x.dtype),
@@ -158,9 +153,8 @@ def _run_pass(x: Array, tw: Array, log_t: int, r: int, dif: bool, tiling: Tiling
         in_specs=[block, pl.BlockSpec((big_r, bt), lambda i, j, c: (0, j))],
         out_specs=block,
         input_output_aliases={0: 0},
-        interpret=interpret,
         name=f"ntt_{'dif' if dif else 'dit'}_r{r}",
-        **kwargs,
+        **launch(interpret, tiling.num_warps),
     )(x.reshape(q, big_r, t, cols), tw)
     return y.reshape(n, cols)
 
