@@ -4,7 +4,9 @@ Leaves are the rows of a ``(n, *cols)`` matrix of field elements, ``n`` a power 
 natural row order (leaf ``i`` is row ``i``). Each row is flattened row-major (an extension
 column contributes its three coordinates in order) and hashed with ``hash.hash_rows``
 (serialisation: :mod:`jaxstark.hash.interface`). Internal nodes are
-``hash.compress(left, right)``.
+``hash.compress(left, right)``, a function domain-separated from the leaf hash (keyed BLAKE3,
+Keccak-256 with a trailing tag byte, Poseidon2 with a node capacity; see
+:mod:`jaxstark.hash.interface`), so no leaf digest can stand in for an internal node.
 
 The tree is **one array** ``nodes: uint8[2n, 32]`` in heap order: ``nodes[1]`` is the root, node
 ``v`` has children ``2v`` and ``2v + 1``, leaf ``i`` sits at ``n + i``; ``nodes[0]`` is unused

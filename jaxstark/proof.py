@@ -4,10 +4,10 @@ A :class:`Proof` holds the config's fingerprint, per statement table the log2 of
 row chunks (0: proven whole; :mod:`jaxstark.chunking`) and one :class:`TableProof` per proven
 unit -- every table's chunks in the statement's order (a single-table proof has one).
 
-Format, version 3 (all integers little-endian):
+Format, version 4 (all integers little-endian):
 
     magic   8 bytes  b"JXSTARK\\0"
-    version u16      3
+    version u16      4
     field   config_id
     chunks  u32 statement table count (1 ... 4096), then one u8 per table: log2 chunks (<= 12)
     tables  u32 count (= the sum of 2^chunks), then for each its fields in the order of
@@ -20,6 +20,10 @@ Format, version 3 (all integers little-endian):
         'i':    u64
         'a':    dtype u8 (1 = uint8, 8 = uint64), ndim u8, ndim x u32 dims, raw element bytes
         't':    u32 count, then that many 'a' bodies (without name or kind)
+
+Version 4 changed what the roots and paths commit to, not the layout: Merkle nodes are
+domain-separated from leaves (:mod:`jaxstark.hash.interface`). A proof of any other version
+(3 included) is refused with a message naming its version.
 
 Parsing is strict: any deviation (wrong magic, version, name, kind, dtype, rank, size, trailing
 bytes) raises :class:`~jaxstark.errors.ProofFormatError` saying where. Shapes are checked against
@@ -36,12 +40,13 @@ from jaxtyping import Array
 
 from jaxstark.errors import ProofFormatError
 
-__all__ = ["Proof", "TableProof", "MAGIC", "VERSION"]
+__all__ = ["Proof", "TableProof", "MAGIC", "VERSION", "MAX_TABLES", "MAX_CHUNKS_LOG2"]
 
 MAGIC = b"JXSTARK\x00"
 END = b"END\x00"
-VERSION = 3
+VERSION = 4
 MAX_TABLES = 4096
+MAX_CHUNKS_LOG2 = 12  # a table is split into at most 2^12 row chunks
 _DTYPES = {1: np.uint8, 8: np.uint64}
 _CODES = {np.dtype(np.uint8): 1, np.dtype(np.uint64): 8}
 
@@ -151,14 +156,19 @@ class Proof(eqx.Module):
             raise ProofFormatError("not a jaxstark proof (bad magic bytes)")
         (version,) = struct.unpack("<H", r.take(2, "version"))
         if version != VERSION:
-            raise ProofFormatError(f"unsupported proof format version {version} (this build reads {VERSION})")
+            raise ProofFormatError(
+                f"proof format version {version} is not supported: this build reads version {VERSION} "
+                "(Merkle nodes are domain-separated from leaves since version 4)"
+            )
         config_id = _read_field(r, "config_id", "s")
         (statement,) = struct.unpack("<I", r.take(4, "statement table count"))
         if not 1 <= statement <= MAX_TABLES:
             raise ProofFormatError(f"the proof claims {statement} statement tables (1 ... {MAX_TABLES} allowed)")
         chunks = tuple(r.take(statement, "chunk counts"))
-        if any(k > 12 for k in chunks):
-            raise ProofFormatError(f"the proof claims 2^{max(chunks)} chunks of one table (at most 2^12)")
+        if any(k > MAX_CHUNKS_LOG2 for k in chunks):
+            raise ProofFormatError(
+                f"the proof claims 2^{max(chunks)} chunks of one table (at most 2^{MAX_CHUNKS_LOG2})"
+            )
         (count,) = struct.unpack("<I", r.take(4, "table count"))
         if not 1 <= count <= MAX_TABLES:
             raise ProofFormatError(f"the proof claims {count} tables (1 ... {MAX_TABLES} allowed)")

@@ -39,14 +39,28 @@ def row_bytes(row) -> bytes:
     return b"".join(int(v).to_bytes(8, "little") for v in row)
 
 
-def blake3_bytes(data: bytes) -> bytes:
+def blake3_bytes(data: bytes, key: bytes | None = None) -> bytes:
+    """BLAKE3-256 of ``data``; keyed-hash mode with a 32-byte ``key``."""
     blake3 = pytest.importorskip("blake3")  # the reference package (installed by the test extra)
-    return blake3.blake3(data).digest()
+    return (blake3.blake3(data) if key is None else blake3.blake3(data, key=key)).digest()
 
 
 def keccak256_bytes(data: bytes) -> bytes:
     keccak = pytest.importorskip("Crypto.Hash.keccak")  # pycryptodome
     return keccak.new(digest_bits=256, data=data).digest()
+
+
+NODE_LABEL = b"jaxstark merkle node"  # BLAKE3 nodes are keyed with blake3(NODE_LABEL)
+
+
+def blake3_node(left: bytes, right: bytes) -> bytes:
+    """A BLAKE3 Merkle node: the keyed hash of ``left || right`` under ``blake3(NODE_LABEL)``."""
+    return blake3_bytes(left + right, key=blake3_bytes(NODE_LABEL))
+
+
+def keccak256_node(left: bytes, right: bytes) -> bytes:
+    """A Keccak-256 Merkle node: the hash of the 65 bytes ``left || right || 0x01``."""
+    return keccak256_bytes(left + right + b"\x01")
 
 
 def _poseidon2_permute(state):
@@ -76,14 +90,20 @@ def poseidon2_bytes(data: bytes) -> bytes:
     return poseidon2_sponge(elems, 1)
 
 
+POSEIDON2_NODE_CAPACITY = [0, 0, 2, 0]  # state[8:12] of a node: state[9] = 2 (rows 0, bytes 1)
+
+
 def poseidon2_compress(left: bytes, right: bytes) -> bytes:
-    state = [v % P for v in _elements(left + right)] + [0] * 4
+    """A Poseidon2 Merkle node: ``permute(left || right || (0, 0, 2, 0))[0:4]``, the digest words
+    reduced mod p."""
+    state = [v % P for v in _elements(left + right)] + POSEIDON2_NODE_CAPACITY
     return b"".join(v.to_bytes(8, "little") for v in _poseidon2_permute(state)[:4])
 
 
+# name -> (leaf of a row, node of two digests, hash of bytes)
 REFERENCE_HASHES = {
-    "blake3": (lambda row: blake3_bytes(row_bytes(row)), lambda a, b: blake3_bytes(a + b), blake3_bytes),
-    "keccak256": (lambda row: keccak256_bytes(row_bytes(row)), lambda a, b: keccak256_bytes(a + b), keccak256_bytes),
+    "blake3": (lambda row: blake3_bytes(row_bytes(row)), blake3_node, blake3_bytes),
+    "keccak256": (lambda row: keccak256_bytes(row_bytes(row)), keccak256_node, keccak256_bytes),
     "poseidon2": (lambda row: poseidon2_sponge([int(v) for v in row], 0), poseidon2_compress, poseidon2_bytes),
 }
 

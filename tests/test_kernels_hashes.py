@@ -30,6 +30,7 @@ from jaxstark.kernels import keccak as kkeccak
 from jaxstark.kernels import poseidon2 as kposeidon2
 from jaxstark.kernels.keccak import KECCAK, KeccakKernelHash
 from jaxstark.kernels.poseidon2 import POSEIDON2, Poseidon2KernelHash
+from tests.reference import REFERENCE_HASHES
 
 P = 2**64 - 2**32 + 1
 RNG = np.random.default_rng(20261130)
@@ -171,9 +172,15 @@ def test_leaf_in_an_interpreted_pallas_kernel_matches_the_jnp_hash(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_compress_as_plain_jnp_and_in_a_pallas_kernel_matches_the_jnp_hash(name):
+    """The node rule (Keccak-256 of ``left || right || 0x01``; Poseidon2 with capacity
+    ``(0, 0, 2, 0)``): the jnp oracle is first held to the public reference lane by lane."""
     h = KERNEL_HASHES[name]
     left, right = _words(LANES), _words(LANES)
     want = _oracle_compress(name, left, right)
+    _, node, _ = REFERENCE_HASHES[name]
+    as_bytes = lambda words: words.astype("<u8").tobytes()  # noqa: E731
+    for i in range(LANES):
+        assert as_bytes(want[i]) == node(as_bytes(left[i]), as_bytes(right[i])), f"{name} node, lane {i}"
     got = jax.jit(_compress_plain(h))(jnp.asarray(left), jnp.asarray(right))
     _assert_words_equal(got, want, f"{name} compress")
     got = _compress_pallas(h, 8, interpret=True)(jnp.asarray(left), jnp.asarray(right))

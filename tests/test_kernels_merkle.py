@@ -23,7 +23,7 @@ from jaxstark.hash.encoding import bytes_to_words, words_to_bytes
 from jaxstark.hash.interface import get_hash
 from jaxstark.kernels import merkle as km
 from jaxstark.kernels.blake3 import BLAKE3, Blake3KernelHash
-from tests.reference import REFERENCE_HASHES
+from tests.reference import REFERENCE_HASHES, merkle_root
 
 P = 2**64 - 2**32 + 1
 RNG = np.random.default_rng(20261201)
@@ -64,9 +64,14 @@ def test_blake3_leaf_as_plain_jnp_matches_the_hash_and_the_package():
 
 
 def test_blake3_compress_matches_the_hash():
-    """Looped rounds under jit; unrolled rounds op by op (XLA compiles them very slowly)."""
+    """Looped rounds under jit; unrolled rounds op by op (XLA compiles them very slowly). The
+    node is the keyed hash (the blake3 package's ``key=`` mode), not the plain one."""
     left, right = (jnp.asarray(RNG.integers(0, 2**64, (8, 4), dtype=np.uint64)) for _ in range(2))
     want = bytes_to_words(get_hash("blake3").compress(words_to_bytes(left), words_to_bytes(right)), jnp.uint64)
+    _, node, plain = REFERENCE_HASHES["blake3"]
+    pairs = zip(np.asarray(words_to_bytes(left)), np.asarray(words_to_bytes(right)), np.asarray(want), strict=True)
+    for a, b, w in pairs:
+        assert w.astype("<u8").tobytes() == node(a.tobytes(), b.tobytes()) != plain(a.tobytes() + b.tobytes())
     got = jax.jit(lambda a, b: jnp.stack(BLAKE3.compress(tuple(a.T), tuple(b.T)), -1))(left, right)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     with jax.disable_jit():
@@ -123,6 +128,7 @@ def test_build_with_the_default_blake3_tiling_and_extension_columns():
     got = np.asarray(jax.jit(lambda x: km.build_nodes(x, "blake3", interpret=True))(jnp.asarray(m)))
     np.testing.assert_array_equal(got, _reference(m))
     assert bytes(got[1]) == merkle.commit(jnp.asarray(m.reshape(32, 12)), "blake3").root.tobytes()
+    assert bytes(got[1]) == merkle_root(m.reshape(32, 12).tolist(), "blake3")
 
 
 @pytest.mark.parametrize("log_n", [0, 3, 6])
@@ -143,6 +149,7 @@ def test_other_kernel_hashes_build_the_reference_tree(name):
     got = jax.jit(lambda x: km.build_nodes(x, name, interpret=True, tiling=SMALL))(jnp.asarray(m))
     want = jax.jit(merkle._reference_build, static_argnums=1)(jnp.asarray(m), name)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert bytes(np.asarray(got)[1]) == merkle_root(m.tolist(), name)
 
 
 def test_commit_takes_the_kernels_in_the_interpret_posture(monkeypatch):

@@ -9,7 +9,7 @@ import pytest
 from jaxstark import gl, merkle
 from jaxstark.errors import NonCanonicalError, ShapeError
 from jaxstark.hash.interface import HASHES
-from tests.reference import merkle_root
+from tests.reference import REFERENCE_HASHES, merkle_root
 
 SHAPES = [(1, 1), (2, 3), (8, 400), (64, 7), (1024, 2), (4096, 1)]
 
@@ -48,6 +48,27 @@ def test_tampering_is_rejected(name):
     assert list(v(out_of_range, op.rows, op.paths)) == [True, True, False]
     other_root = merkle.commit(gl.random(jax.random.PRNGKey(10), (256, 5)), name).root
     assert not np.asarray(merkle.verify_paths(name, other_root, 8, op.indices, op.rows, op.paths)).any()
+
+
+@pytest.mark.parametrize("name", sorted(HASHES))
+def test_an_internal_node_cannot_be_opened_as_a_leaf(name):
+    """Two sibling digests are 64 bytes, a row of 8 elements. Presented as the leaf of a tree one
+    level shallower, with the root's other child as its path, they must not reach the root: a
+    node is not the leaf hash of its children's bytes (domain separation). Under the plain hash
+    for both, this opening of a tree of 2 leaves would verify against the 4-leaf root."""
+    m = gl.random(jax.random.PRNGKey(11), (4, 8))
+    tree = merkle.commit(m, name)
+    nodes = np.asarray(tree.nodes)
+    fake_row = np.frombuffer(nodes[4].tobytes() + nodes[5].tobytes(), "<u8").astype(np.uint64)  # children of node 2
+    fake = jnp.asarray(fake_row[None])
+    path = jnp.asarray(nodes[3][None, None])  # node 2's sibling, the path of a depth-1 tree
+    assert not bool(merkle.verify_paths(name, tree.root, 1, jnp.asarray([0]), fake, path)[0])
+    leaf, node, _ = REFERENCE_HASHES[name]
+    assert node(bytes(nodes[4]), bytes(nodes[5])) == bytes(nodes[2])
+    assert leaf(fake_row.tolist()) != bytes(nodes[2])
+    # the honest opening of leaf 0 still verifies
+    op = merkle.open_rows(tree, m, np.array([0]))
+    assert bool(merkle.verify_paths(name, tree.root, tree.log_n, op.indices, op.rows, op.paths)[0])
 
 
 def test_extension_columns_flatten_coordinate_by_coordinate():

@@ -8,6 +8,9 @@ diagonals by rotating rows b, c, d. The seven rounds run in ``lax.fori_loop`` (u
 make XLA's compile time explode), and blocks within a chunk in a second ``fori_loop``; all
 chunks of all messages are compressed in parallel, then parents level by level, pairing
 neighbours and carrying an odd last one up -- which builds exactly BLAKE3's left-complete tree.
+
+:data:`NODE_KEY` and :data:`NODE_FLAGS` are the key and flags of the Merkle node compression
+(BLAKE3's keyed-hash mode over one 64-byte block; :class:`jaxstark.hash.interface.Blake3Hash`).
 """
 
 from __future__ import annotations
@@ -20,15 +23,23 @@ from jaxtyping import Array, UInt8, UInt32
 
 from jaxstark.hash.encoding import bytes_to_words, words_to_bytes, zero_past
 
-__all__ = ["digest_words", "digest_bytes", "compress_block", "g", "IV"]
+__all__ = ["digest_words", "digest_bytes", "compress_block", "g", "IV", "KEYED_HASH", "NODE_KEY", "NODE_FLAGS"]
 
 IV = np.array(
     [0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19], np.uint32
 )
 MSG_PERMUTATION = (2, 6, 3, 10, 7, 0, 4, 13, 1, 11, 12, 5, 9, 14, 15, 8)
-CHUNK_START, CHUNK_END, PARENT, ROOT = 1, 2, 4, 8
+CHUNK_START, CHUNK_END, PARENT, ROOT, KEYED_HASH = 1, 2, 4, 8, 16
 BLOCK_LEN, CHUNK_LEN = 64, 1024
 ROUNDS = 7
+
+# The Merkle node key: blake3(b"jaxstark merkle node").digest() as 8 little-endian words (held
+# to the reference package by the tests). A node is the keyed hash of the 64 bytes left || right:
+# one block compressed from this key instead of the IV, with the KEYED_HASH flag.
+NODE_KEY = np.array(
+    [0x970BBC99, 0x638B4CD6, 0xA1C66FED, 0xE919BBC7, 0xF0BA5E04, 0x075A1436, 0x5BC9D572, 0x1364B790], np.uint32
+)
+NODE_FLAGS = CHUNK_START | CHUNK_END | ROOT | KEYED_HASH
 
 
 def _rotr(x: Array, n: int) -> Array:

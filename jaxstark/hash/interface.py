@@ -6,14 +6,29 @@ A :class:`Hash` supplies exactly three traceable functions, all with 32-byte dig
 * ``digest_bytes(msgs, lengths=None)`` -- the hash of byte messages ``uint8[batch, length]``
   (optionally of different lengths ``lengths[i] <= length``);
 * ``hash_rows(rows)`` -- the leaf hash of field-element rows ``uint64[batch, width]``;
-* ``compress(left, right)`` -- the 2-to-1 node compression.
+* ``compress(left, right)`` -- the 2-to-1 node compression (also the transcript's duplex
+  step, :mod:`jaxstark.transcript`).
 
 **Row serialisation** (leaves): a row is its elements in column order, each as the 8
 little-endian bytes of its canonical value; an extension column contributes its three
-coordinates in order. For BLAKE3 and Keccak-256 the leaf digest is the hash of those
-``8 * width`` bytes and the node digest is the hash of the 64 bytes ``left || right`` -- the
-plain hash functions, so any reference implementation reproduces a tree. Poseidon2 absorbs
-the elements directly (see :class:`Poseidon2Hash`).
+coordinates in order. For BLAKE3 and Keccak-256 the leaf digest is the plain hash of those
+``8 * width`` bytes. Poseidon2 absorbs the elements directly (see :class:`Poseidon2Hash`).
+
+**Nodes** (``compress``) are domain-separated from leaves:
+
+* BLAKE3: the keyed hash of the 64 bytes ``left || right`` under the fixed key
+  ``NODE_KEY = blake3(b"jaxstark merkle node")`` (:data:`jaxstark.hash.blake3.NODE_KEY`);
+* Keccak-256: the hash of the 65 bytes ``left || right || 0x01``;
+* Poseidon2: ``permute(left || right || (0, 0, 2, 0))[0:4]`` -- capacity word ``state[9] = 2``,
+  where the sponge has 0 (rows) or 1 (byte messages).
+
+Why: with the plain hash for both, a row of 8 field elements (64 bytes) would hash exactly like
+a node over two digests, so an internal node could be opened as if it were a leaf (or a leaf
+extended into a subtree) and an authentication path shortened or lengthened. Separated, a leaf
+digest and a node digest come from different functions (another key and flags, another
+length, another capacity), so a leaf can never be mistaken for a node. Each digest keeps a
+public reference: ``blake3.blake3(left + right, key=NODE_KEY)``, Keccak-256 of the 65 bytes,
+the Poseidon2 permutation of that state.
 
 Hashes are stateless singletons, looked up by name (:func:`get_hash`), so they can be static
 arguments of ``jit``.
@@ -36,6 +51,9 @@ from jaxstark.hash.encoding import bytes_to_words, words_to_bytes
 __all__ = ["Hash", "Blake3Hash", "Keccak256Hash", "Poseidon2Hash", "HASHES", "get_hash", "DIGEST_BYTES"]
 
 DIGEST_BYTES = 32
+KECCAK_NODE_TAG = 0x01  # the byte after left || right in a Keccak-256 node
+POSEIDON2_NODE_KIND = 2  # state[9] of a Poseidon2 node (the sponge: 0 for rows, 1 for bytes)
+POSEIDON2_NODE_CAPACITY = np.array([0, 0, POSEIDON2_NODE_KIND, 0], np.uint64)  # state[8:12] of a node
 
 
 class Hash(abc.ABC):
@@ -110,12 +128,13 @@ class Blake3Hash(Hash):
         return words_to_bytes(blake3.digest_words(_rows_as_u32(rows), 8 * rows.shape[-1]))
 
     def _compress(self, left, right):
+        """Keyed BLAKE3 of ``left || right`` (key :data:`~jaxstark.hash.blake3.NODE_KEY`): one
+        root block compressed from the key words instead of the IV, flag ``KEYED_HASH`` set."""
         batch = left.shape[:-1]
         block = bytes_to_words(jnp.concatenate([left, right], axis=-1))  # (*batch, 16)
         block = jnp.moveaxis(block, -1, 0)
-        iv = jnp.asarray(blake3.IV).reshape(8, *((1,) * len(batch)))
-        flags = blake3.CHUNK_START | blake3.CHUNK_END | blake3.ROOT
-        cv = blake3.compress_block(iv, block, 0, 64, flags)
+        key = jnp.asarray(blake3.NODE_KEY).reshape(8, *((1,) * len(batch)))
+        cv = blake3.compress_block(key, block, 0, blake3.BLOCK_LEN, blake3.NODE_FLAGS)
         return words_to_bytes(jnp.moveaxis(cv, 0, -1))
 
 
@@ -131,8 +150,10 @@ class Keccak256Hash(Hash):
         return words_to_bytes(keccak.digest_lanes(rows, 8 * rows.shape[-1]))
 
     def _compress(self, left, right):
+        """Keccak-256 of the 65 bytes ``left || right || KECCAK_NODE_TAG`` (still one block)."""
         lanes = bytes_to_words(jnp.concatenate([left, right], axis=-1), jnp.uint64)
-        return words_to_bytes(keccak.digest_lanes(lanes, 64))
+        tag = jnp.full((*lanes.shape[:-1], 1), KECCAK_NODE_TAG, jnp.uint64)
+        return words_to_bytes(keccak.digest_lanes(jnp.concatenate([lanes, tag], axis=-1), 2 * DIGEST_BYTES + 1))
 
 
 class Poseidon2Hash(Hash):
@@ -145,7 +166,9 @@ class Poseidon2Hash(Hash):
       overwrites ``state[0:8]`` and is followed by a permutation; the digest is ``state[0:4]``.
     * Byte messages become elements 7 bytes at a time (little-endian, each < 2^56 < p) after
       appending the byte ``0x01``.
-    * Nodes: ``permute(left || right || 0^4)[0:4]`` where a digest is 4 elements.
+    * Nodes: ``permute(left || right || (0, 0, 2, 0))[0:4]`` where a digest is 4 elements: the
+      capacity word ``state[9] = 2`` marks a node, where a sponge starts with 0 (rows) or 1
+      (byte messages).
     * A digest's 32 bytes are its 4 elements, 8 little-endian bytes each. Digests that are not 4
       canonical elements never come out of this hash; ``compress`` reduces them mod p.
     """
@@ -194,7 +217,8 @@ class Poseidon2Hash(Hash):
 
     def _compress(self, left, right):
         lr = gl._canon(bytes_to_words(jnp.concatenate([left, right], axis=-1), jnp.uint64))
-        state = jnp.concatenate([lr, jnp.zeros((*lr.shape[:-1], 4), jnp.uint64)], axis=-1)
+        capacity = jnp.broadcast_to(jnp.asarray(POSEIDON2_NODE_CAPACITY), (*lr.shape[:-1], 4))
+        state = jnp.concatenate([lr, capacity], axis=-1)
         return words_to_bytes(poseidon2.permute(state)[..., :4])
 
 

@@ -1,10 +1,11 @@
 """BLAKE3 leaf hash and node compression written element-wise, for Pallas Merkle kernels.
 
-The same digests as :class:`jaxstark.hash.interface.Blake3Hash` (``hash_rows`` and
-``compress``), bit for bit, but computed on separate lane vectors instead of the stacked
-``(4, 4, *batch)`` state of :mod:`jaxstark.hash.blake3`: the 16 state words and 16 message words
-are tuples of ``uint32`` vectors, a round is eight calls of the shared G function on named
-words, and the message permutation is a reordering of the tuple. Only ``+``, shifts, bitwise
+The same digests as :class:`jaxstark.hash.interface.Blake3Hash` (``hash_rows``, the plain
+hash of a row, and ``compress``, the keyed hash of a node), bit for bit, but computed on
+separate lane vectors instead of the stacked ``(4, 4, *batch)`` state of
+:mod:`jaxstark.hash.blake3`: the 16 state words and 16 message words are tuples of ``uint32``
+vectors, a round is eight calls of the shared G function on named words, and the message
+permutation is a reordering of the tuple. Only ``+``, shifts, bitwise
 ops, ``jnp.where``, casts and ``lax.fori_loop`` appear -- the subset a Pallas kernel (Triton
 backend) lowers -- and the same code runs as plain ``jnp`` (the way the tests check it).
 
@@ -123,8 +124,9 @@ class Blake3KernelHash:
 
     ``leaf(load, width)`` is BLAKE3 of each lane's row of ``width`` field elements (the row's
     ``8 * width`` little-endian bytes; ``load(j)`` gives column ``j``, ``j`` a Python int or a
-    traced int32 scalar); ``compress(left, right)`` is BLAKE3 of the 64 bytes ``left || right``.
-    Frozen and hashable, so an instance can be a static argument."""
+    traced int32 scalar); ``compress(left, right)`` is the keyed BLAKE3 (key
+    :data:`~jaxstark.hash.blake3.NODE_KEY`) of the 64 bytes ``left || right``, so a node never
+    equals a leaf. Frozen and hashable, so an instance can be a static argument."""
 
     unroll: bool = False
     name: ClassVar[str] = "blake3"
@@ -198,11 +200,11 @@ class Blake3KernelHash:
         return self._compress(iv, (*left, *right), 0, _b.BLOCK_LEN, flags)
 
     def compress(self, left: Digest, right: Digest) -> Digest:
-        """BLAKE3 of the 64 bytes ``left || right`` (one root block)."""
+        """Keyed BLAKE3 of the 64 bytes ``left || right`` under :data:`~jaxstark.hash.blake3.NODE_KEY`:
+        one root block compressed from the key words (not the IV) with the ``KEYED_HASH`` flag."""
         if len(left) != 4 or len(right) != 4:
             raise ValueError("blake3 compress: a digest is four uint64 vectors")
-        flags = _b.CHUNK_START | _b.CHUNK_END | _b.ROOT
-        return _digest(self._compress(_b.IV, _block_words((*left, *right)), 0, _b.BLOCK_LEN, flags))
+        return _digest(self._compress(_b.NODE_KEY, _block_words((*left, *right)), 0, _b.BLOCK_LEN, _b.NODE_FLAGS))
 
 
 BLAKE3 = Blake3KernelHash()

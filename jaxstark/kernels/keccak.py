@@ -1,10 +1,11 @@
 """Keccak-256 leaf hash and node compression written element-wise, for Pallas Merkle kernels.
 
-The same digests as :class:`jaxstark.hash.interface.Keccak256Hash` (``hash_rows`` and
-``compress``), bit for bit, but computed on 25 separate ``uint64`` lane vectors instead of one
-stacked ``(25, *batch)`` state: no gathers, stacks or reshapes, only ``+``, shifts, bitwise ops,
-``jnp.where``, casts and ``lax.fori_loop``. That is the subset a Pallas kernel (Triton backend)
-lowers, and the same code also runs as plain ``jnp`` (the way the tests check it).
+The same digests as :class:`jaxstark.hash.interface.Keccak256Hash` (``hash_rows``, and
+``compress``, the hash of ``left || right || 0x01``), bit for bit, but computed on 25 separate
+``uint64`` lane vectors instead of one stacked ``(25, *batch)`` state: no gathers, stacks or
+reshapes, only ``+``, shifts, bitwise ops, ``jnp.where``, casts and ``lax.fori_loop``. That is
+the subset a Pallas kernel (Triton backend) lowers, and the same code also runs as plain
+``jnp`` (the way the tests check it).
 
 Every vector has one common shape ``S`` -- one lane per independent message. A digest is four
 ``uint64`` words, word ``i`` holding digest bytes ``8i .. 8i+7`` little-endian, which for
@@ -41,6 +42,7 @@ from jax import lax
 from jaxtyping import Array, UInt64
 
 from jaxstark.hash import keccak as _k
+from jaxstark.hash.interface import KECCAK_NODE_TAG
 
 __all__ = ["KeccakKernelHash", "KECCAK", "permute"]
 
@@ -53,6 +55,9 @@ STATE_LANES = 25
 
 _TOP = 1 << 63
 _HALF_TOP = np.uint64(1 << 62)
+# Lane 8 of a node's block: the tag byte after left || right (byte 64), then the first padding
+# byte 0x01 (byte 65).
+_NODE_LANE = KECCAK_NODE_TAG | (0x01 << 8)
 _ROUND_CONSTANTS = tuple(int(c) for c in _k.ROUND_CONSTANTS)
 
 # rho-pi and chi as static lane numbers (lane x + 5y), shared with the jnp permutation.
@@ -143,8 +148,9 @@ class KeccakKernelHash:
     """Keccak-256 Merkle leaf and node hashing on lane vectors (see the module docstring).
 
     ``leaf(load, width)`` hashes the ``8 * width`` bytes of a row of ``width`` canonical field
-    elements; ``compress(left, right)`` hashes the 64 bytes ``left || right``. Frozen and
-    hashable, so an instance can be a static argument."""
+    elements; ``compress(left, right)`` hashes the 65 bytes ``left || right || 0x01`` (the tag
+    byte separates nodes from leaves, which are ``8 * width`` bytes). Frozen and hashable, so an
+    instance can be a static argument."""
 
     unroll: bool = False
     name: ClassVar[str] = "keccak256"
@@ -191,12 +197,13 @@ class KeccakKernelHash:
         return state[0], state[1], state[2], state[3]
 
     def compress(self, left: Digest, right: Digest) -> Digest:
-        """Keccak-256 of the 64 bytes ``left || right``: one padded block."""
+        """Keccak-256 of the 65 bytes ``left || right || 0x01``: one padded block, lane 8 holding
+        the node tag (byte 64) and the first padding byte ``0x01`` (byte 65)."""
         if len(left) != 4 or len(right) != 4:
             raise ValueError("keccak compress: a digest is four uint64 word vectors")
         zero = jnp.zeros_like(left[0])
         lanes = [*left, *right] + [zero] * (STATE_LANES - 8)
-        lanes[8] = zero + np.uint64(1)
+        lanes[8] = zero + np.uint64(_NODE_LANE)
         lanes[RATE_LANES - 1] = _flip_top(zero)
         out = self._permute(lanes)
         return out[0], out[1], out[2], out[3]

@@ -1,11 +1,12 @@
 """Poseidon2 (Goldilocks, width 12) leaf hash and node compression written element-wise, for
 Pallas Merkle kernels.
 
-The same digests as :class:`jaxstark.hash.interface.Poseidon2Hash` (``hash_rows`` and
-``compress``), bit for bit, but on 12 separate ``uint64`` state vectors instead of one
-``(..., 12)`` array: no gathers, stacks, reshapes or concatenations, only ``+``, ``*``, shifts,
-bitwise ops, comparisons, ``jnp.where``, casts and ``lax.fori_loop`` -- the subset a Pallas
-kernel (Triton backend) lowers, which also runs as plain ``jnp``. The field arithmetic is
+The same digests as :class:`jaxstark.hash.interface.Poseidon2Hash` (``hash_rows``, and
+``compress``, whose capacity ``(0, 0, 2, 0)`` marks a node), bit for bit, but on 12 separate
+``uint64`` state vectors instead of one ``(..., 12)`` array: no gathers, stacks, reshapes or
+concatenations, only ``+``, ``*``, shifts, bitwise ops, comparisons, ``jnp.where``, casts and
+``lax.fori_loop`` -- the subset a Pallas kernel (Triton backend) lowers, which also runs as
+plain ``jnp``. The field arithmetic is
 :mod:`jaxstark.field.goldilocks`' (``_add``, ``_sub``, ``_mul``, ``_canon``), the S-box and the
 4x4 block of the external layer are :mod:`jaxstark.hash.poseidon2`'s, and the constants are
 :mod:`jaxstark.hash.poseidon2_constants`.
@@ -69,6 +70,7 @@ from jaxtyping import Array, UInt64
 from jaxstark.field import goldilocks as gl
 from jaxstark.hash import poseidon2 as _p
 from jaxstark.hash import poseidon2_constants as _c
+from jaxstark.hash.interface import POSEIDON2_NODE_CAPACITY
 
 __all__ = ["Poseidon2KernelHash", "POSEIDON2", "permute", "UNROLL"]
 
@@ -84,6 +86,7 @@ _UNROLL_ALIASES = {False: "none", True: "positions"}
 _PARTIAL_AT = _c.ROUNDS_F // 2  # the partial rounds run before this full round
 _TOP = 1 << 63
 _M32 = (1 << 32) - 1
+_NODE_CAPACITY = tuple(int(c) for c in POSEIDON2_NODE_CAPACITY)  # state[8:12] of a node
 
 _EXT_RC = tuple(tuple(int(v) for v in row) for row in _c.EXTERNAL_ROUND_CONSTANTS)  # [round][position]
 _EXT_RC_BY_POSITION = tuple(tuple(row[k] for row in _EXT_RC) for k in range(WIDTH))  # [position][round]
@@ -242,8 +245,8 @@ class Poseidon2KernelHash:
     ``leaf(load, width)`` is the sponge of :class:`~jaxstark.hash.interface.Poseidon2Hash` over
     a row of ``width`` canonical elements (state ``[0]*8 + [width, 0, 0, 0]``; each 8-element
     chunk, the last zero-padded, overwrites ``state[0:8]`` before a permutation);
-    ``compress(left, right)`` is ``permute(left || right || 0^4)[0:4]`` after reducing the
-    digest words mod p. Frozen and hashable, so an instance can be a static argument."""
+    ``compress(left, right)`` is ``permute(left || right || (0, 0, 2, 0))[0:4]`` after reducing
+    the digest words mod p. Frozen and hashable, so an instance can be a static argument."""
 
     unroll: bool | str = False
     name: ClassVar[str] = "poseidon2"
@@ -283,11 +286,13 @@ class Poseidon2KernelHash:
         return state[0], state[1], state[2], state[3]
 
     def compress(self, left: Digest, right: Digest) -> Digest:
-        """``permute(left || right || 0^4)[0:4]``, the words first reduced mod p."""
+        """``permute(left || right || (0, 0, 2, 0))[0:4]``, the words first reduced mod p
+        (``state[9] = 2`` marks a node)."""
         if len(left) != 4 or len(right) != 4:
             raise ValueError("poseidon2 compress: a digest is four uint64 element vectors")
         zero = jnp.zeros_like(left[0])
-        out = self._permute([*(gl._canon(v) for v in (*left, *right)), zero, zero, zero, zero])
+        capacity = [zero + np.uint64(c) if c else zero for c in _NODE_CAPACITY]
+        out = self._permute([*(gl._canon(v) for v in (*left, *right)), *capacity])
         return out[0], out[1], out[2], out[3]
 
 
