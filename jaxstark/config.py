@@ -13,6 +13,7 @@ from jaxstark.hash.interface import HASHES
 __all__ = ["StarkConfig", "env_knob"]
 
 FIELD_BITS = 64 * 3  # challenges live in the cubic extension, |F| ~ 2^192
+LOG2_FIELD = 3 * math.log2(2**64 - 2**32 + 1)  # log2 |F| of the cubic extension
 # Cap on the claimed level: the field size less 64 bits of slack for the out-of-domain and
 # constraint-combination terms, whose error grows with the polynomial degrees (< 2^64).
 FIELD_CAP_BITS = FIELD_BITS - 64
@@ -23,7 +24,8 @@ class StarkConfig(eqx.Module):
 
     * ``blowup``: LDE expansion factor, a power of two >= 2; the composition polynomial needs
       ``max constraint degree - 1 <= blowup``.
-    * ``num_queries``: FRI query repetitions (1 ... 256).
+    * ``num_queries``: FRI query repetitions (1 ... 256); the default 42 gives, with the default
+      blowup and grinding, 100 conjectured bits -- the floor ``jaxstark verify`` applies.
     * ``grinding_bits``: proof-of-work bits before queries are drawn (0 ... 32).
     * ``fri_final_degree``: FRI stops folding when the polynomial's degree bound is at most
       this (a power of two >= 1); the final polynomial's coefficients are sent in clear.
@@ -49,7 +51,7 @@ class StarkConfig(eqx.Module):
     """
 
     blowup: int = eqx.field(static=True, default=4)
-    num_queries: int = eqx.field(static=True, default=40)
+    num_queries: int = eqx.field(static=True, default=42)
     grinding_bits: int = eqx.field(static=True, default=16)
     fri_final_degree: int = eqx.field(static=True, default=64)
     hash: str = eqx.field(static=True, default="blake3")
@@ -93,19 +95,56 @@ class StarkConfig(eqx.Module):
         """Conjectured soundness in bits (not a proven bound):
         ``min(num_queries * log2(blowup) + grinding_bits, 128)``.
 
-        The query term is the standard conjectured FRI bound (each query catches a far-from-code
-        word with probability ``1 - 1/blowup``); the field term caps it by the extension field's
-        size. The proven (Johnson-bound) figure is roughly half the query term."""
+        The query term is the standard conjectured FRI bound (ethSTARK documentation,
+        eprint 2021/582, section 5.10.1: each query catches a word far from the code with
+        probability ``1 - 1/blowup``); the cap is the extension field's size less 64 bits of slack
+        for the out-of-domain and constraint-combination terms. See
+        :meth:`proven_security_bits` for a bound that is proven."""
         query = self.num_queries * math.log2(self.blowup) + self.grinding_bits
         return min(query, FIELD_CAP_BITS)
 
-    def security_report(self) -> str:
+    def proven_security_bits(self, log_n: int) -> float:
+        """Proven soundness in bits for a trace of ``2^log_n`` rows, in the Johnson regime of FRI
+        (ethSTARK documentation, eprint 2021/582, Theorem 2, with the proximity gaps of Ben-Sasson,
+        Carmon, Ishai, Kopparty and Saraf, eprint 2020/654). With rate ``rho = 1/blowup``, LDE
+        domain ``D`` of ``2^(log_n + log2 blowup)`` points, the extension field ``F`` (``|F| ~
+        2^192``), ``k`` FRI folds and any ``m >= 3``:
+
+            eps_commit = (m + 1/2)^7 / (3 rho^(3/2)) * |D|^2 / |F|  +  (2m + 1)(|D| + 1) k / (sqrt(rho) |F|)
+            eps_query  = (sqrt(rho) (1 + 1/(2m)))^num_queries * 2^-grinding_bits
+            bits       = min(-log2(eps_commit + eps_query) maximised over m in [3, 4096], 128).
+
+        The query term is about half the conjectured one (``sqrt(rho)`` instead of ``rho`` per
+        query). Not included: the DEEP and constraint-combination terms, each below
+        ``2^-(192 - 2 * log2 |D| - 10)`` at the heights this prover supports, and the hash's
+        collision resistance (128 bits for the 256-bit hashes, hence the cap). For 128 queries at
+        blowup 2 without grinding this gives 64 bits, within a bit of the Johnson-regime query-phase
+        figure published soundness calculators give for those parameters."""
+        if isinstance(log_n, bool) or not isinstance(log_n, int) or not 1 <= log_n <= 31:
+            raise ValueError(f"proven_security_bits: log_n must be an int in [1, 31], got {log_n!r}")
+        rho = 1.0 / self.blowup
+        log_d = log_n + self.log_blowup
+        folds = max(0, log_n - (self.fri_final_degree.bit_length() - 1))
+        best = 0.0
+        for m in range(3, 4097):
+            log_c1 = 7 * math.log2(m + 0.5) - math.log2(3) - 1.5 * math.log2(rho) + 2 * log_d - LOG2_FIELD
+            log_c2 = math.log2((2 * m + 1) * ((1 << log_d) + 1) * max(folds, 1)) - 0.5 * math.log2(rho) - LOG2_FIELD
+            log_q = self.num_queries * math.log2(math.sqrt(rho) * (1 + 1 / (2 * m))) - self.grinding_bits
+            total = 2.0**log_c1 + 2.0**log_c2 + 2.0**log_q
+            best = max(best, -math.log2(total))
+        return min(best, FIELD_CAP_BITS)
+
+    def security_report(self, log_n: int | None = None) -> str:
+        """The conjectured level and its formula; with ``log_n``, also the proven level."""
         q = self.num_queries * math.log2(self.blowup)
-        return (
+        text = (
             f"conjectured security {self.security_bits():.0f} bits = min({self.num_queries} queries x "
             f"log2({self.blowup}) = {q:.0f} + {self.grinding_bits} grinding bits, field cap "
             f"{FIELD_CAP_BITS} bits); this is the conjectured (not the proven) FRI soundness bound"
         )
+        if log_n is not None:
+            text += f"; proven (Johnson regime) {self.proven_security_bits(log_n):.0f} bits at 2^{log_n} rows"
+        return text
 
     def fingerprint(self) -> str:
         return f"b{self.blowup}/q{self.num_queries}/g{self.grinding_bits}/f{self.fri_final_degree}/{self.hash}"

@@ -27,11 +27,38 @@ class X64DisabledError(JaxstarkError, RuntimeError):
     """JAX's 64-bit mode was switched off after jaxstark enabled it."""
 
 
+REJECTIONS = {
+    "format": "the proof bytes do not follow the documented format",
+    "malformed": "a field of the proof has the wrong type, shape or dtype, or a non-canonical field element",
+    "security": "the parameters give fewer conjectured bits than the verifier's floor",
+    "wrong-config": "the proof was made with other parameters",
+    "tables": "the proof has another number of tables than the statement or its chunk layout",
+    "chunks": "the chunk layout is out of bounds, splits a table that cannot be split, or mixes heights",
+    "wrong-air": "a table's proof is for another AIR",
+    "public-inputs": "the statement's public inputs do not fit the AIR",
+    "wrong-height": "a table's height differs from the statement's or cannot carry its AIR",
+    "digest": "a Poseidon2 digest word is not a canonical field element",
+    "bus": "a bus's published contributions do not sum to zero",
+    "ood": "the out-of-domain point is in the base field, or the claimed values there break the constraints",
+    "pow": "the proof-of-work nonce is wrong",
+    "trace-path": "a main-trace opening does not match its Merkle root",
+    "aux-path": "an aux-trace opening does not match its Merkle root",
+    "composition-path": "a composition opening does not match its Merkle root",
+    "fri-path": "a FRI layer opening does not match its Merkle root",
+    "deep": "the first FRI layer (or, without layers, the final polynomial) disagrees with the DEEP value",
+    "fri-fold": "a FRI layer disagrees with the fold of the layer before",
+    "fri-final": "the last fold disagrees with the final polynomial",
+}
+
+
 class InvalidProof(JaxstarkError):
-    """The verifier rejected a proof. ``code`` names the failed check (e.g. ``"ood"``,
-    ``"trace-path"``, ``"fri-fold"``); the message says what and where."""
+    """The verifier rejected a proof. ``code`` names the failed check, one of
+    :data:`REJECTIONS` (e.g. ``"ood"``, ``"trace-path"``, ``"fri-fold"``); the message says what
+    and where."""
 
     def __init__(self, code: str, message: str):
+        if code not in REJECTIONS:
+            raise ValueError(f"InvalidProof: unknown rejection code {code!r} (known: {sorted(REJECTIONS)})")
         super().__init__(f"proof rejected [{code}]: {message}")
         self.code = code
         self.reason = message

@@ -53,7 +53,17 @@ from jaxstark.field import goldilocks as gl
 if TYPE_CHECKING:  # pragma: no cover
     from jaxstark.air import AIR, Val
 
-__all__ = ["Interaction", "Degree", "BusLayout", "AuxFrame", "bus_layout", "bus_id", "check_buses", "aux_degrees"]
+__all__ = [
+    "Interaction",
+    "Degree",
+    "BusLayout",
+    "AuxFrame",
+    "bus_layout",
+    "bus_id",
+    "check_buses",
+    "check_bus_arity",
+    "aux_degrees",
+]
 
 P = gl.P
 
@@ -167,6 +177,24 @@ def _expression_degrees(air: AIR, it: Interaction) -> tuple[int, int, int]:
     if not values:
         raise ValueError(f"{air.name}: an interaction on bus {it.bus!r} sends an empty tuple")
     return len(values), max(Degree.of(v) for v in values), Degree.of(it.multiplicity(row))
+
+
+def check_bus_arity(airs: Sequence[AIR]) -> None:
+    """Raise ValueError when interactions on one bus (in any of ``airs``) carry tuples of
+    different lengths. The fingerprint does not bind the length (``(a, b)`` and ``(a, b, 0)``
+    have the same one), so such a statement could balance for the verifier while its multisets
+    differ; refused by the prover and the verifier alike."""
+    lengths: dict[str, dict[int, str]] = {}
+    for t, air in enumerate(airs):
+        for it in air.interactions():
+            n = _expression_degrees(air, it)[0]
+            lengths.setdefault(it.bus, {}).setdefault(n, f"table {t} ({air.name}) {it.kind}s {n} value(s)")
+    for bus in sorted(lengths):
+        if len(lengths[bus]) > 1:
+            raise ValueError(
+                f"bus {bus!r} carries tuples of different lengths: {'; '.join(lengths[bus].values())}; every "
+                "interaction on a bus must send or receive tuples of one length"
+            )
 
 
 def aux_degrees(air: AIR) -> tuple[int, ...]:

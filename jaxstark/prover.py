@@ -36,7 +36,7 @@ from jaxstark.errors import AirViolation, ShapeError
 from jaxstark.field import goldilocks as gl
 from jaxstark.field._check import field_array
 from jaxstark.hash.interface import get_hash
-from jaxstark.logup import bus_layout, check_buses
+from jaxstark.logup import bus_layout, check_bus_arity, check_buses
 from jaxstark.ntt import log2_exact
 from jaxstark.proof import Proof, TableProof
 from jaxstark.rounds.r1_aux_commit import aux_commit, aux_commit_group, logup_challenges
@@ -241,6 +241,7 @@ def prove(
     tables = _tables(air, trace, public_inputs)
     checked = [_checked(i, a, t, p, config) for i, (a, t, p) in enumerate(tables)]
     airs = tuple(a for a, _, _ in tables)
+    check_bus_arity(airs)
     if debug:
         for (a, _, p), (t, _, _) in zip(tables, checked, strict=True):
             check_trace(a, t, p)

@@ -1,19 +1,23 @@
 """``verify``: check a proof of one or more tables on the host CPU.
 
-Sections mirror the prover's rounds:
+The proof is hostile input: every field is type-, shape- and range-checked before it is used,
+and the statement and the security level are the caller's, never the proof's. Sections mirror
+the prover's rounds, cheap checks first:
 
-0. format and shape: the proof has the statement's tables, each for its AIR and the config;
-   every array has the shape the AIR, config and trace height imply, and every field element is
-   canonical; every bus balances (the tables' published contributions sum to zero);
+0. floor, format and shape: the config gives at least the caller's ``min_security_bits``; the
+   proof has the statement's tables, each for its AIR and the config; every array has the shape
+   the AIR, config and trace height imply, every field element is canonical (and, with
+   Poseidon2, every digest word); every bus balances (the published contributions sum to zero);
 1. shared transcript replay: statement, main roots, LogUp challenges, aux roots and bus sums;
 2.-4. per table, on its fork: the same absorbs and squeezes as the prover, giving the
-   composition challenges, ``z``, ``gamma``, the FRI folding challenges;
-2'. out-of-domain check: the constraints (main and aux) evaluated at ``z`` from the claimed
+   composition challenges, ``z``, ``gamma``, the FRI folding challenges and the query positions;
+2'. out-of-domain check: ``z`` lies outside the base field (which holds the trace domain and
+   the LDE coset), and the constraints (main and aux) evaluated at ``z`` from the claimed
    ``T(z), T(zw), A(z), A(zw)``, divided by their zerofiers and combined, equal
    ``sum_j z^(jn) H_j(z)``;
-5. proof of work, query indices, Merkle paths of every opening, the DEEP value at each query
-   from the opened rows equals the first FRI layer, every fold is consistent, and the last fold
-   equals the final polynomial.
+5. the proof of work; then (the expensive part) the Merkle paths of every opening, the DEEP value
+   at each query from the opened rows equals the first FRI layer, every fold is consistent, and
+   the last fold equals the final polynomial.
 
 Every rejection raises :class:`~jaxstark.errors.InvalidProof` with a ``code`` and a sentence
 naming the table (or the bus); malformed input of any kind is a rejection, never a crash.
@@ -37,11 +41,11 @@ from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
 from jaxstark.field.host import HostVal
 from jaxstark.lde import DEFAULT_OFFSET
-from jaxstark.logup import AuxFrame
+from jaxstark.logup import AuxFrame, check_bus_arity
 from jaxstark.merkle import _verify as _verify_paths_core
 from jaxstark.ntt import intt
 from jaxstark.poly import _evaluate
-from jaxstark.proof import Proof, TableProof
+from jaxstark.proof import MAX_CHUNKS_LOG2, MAX_TABLES, Proof, TableProof
 from jaxstark.prover import bus_balance, fork_table, initial_transcript, public_array
 from jaxstark.rounds.r1_aux_commit import absorb_aux, logup_challenges
 from jaxstark.rounds.r1_trace_commit import absorb_trace
@@ -100,6 +104,7 @@ def verify(
     config: StarkConfig | None = None,
     *,
     log_n: int | Sequence[int | None] | None = None,
+    min_security_bits: float | None = None,
 ) -> bool:
     """Return True if ``proof`` is valid for ``air``, ``public_inputs`` and ``config`` -- or, for
     a statement of several tables ``[air or (air, public_inputs), ...]`` (``config`` by keyword),
@@ -108,8 +113,13 @@ def verify(
 
     Trace heights are the prover's choice and bound into the transcript; pass ``log_n`` (one
     per table for a statement) when the statement fixes them (a proof of another height is then
-    rejected with ``wrong-height``)."""
-    return _checked_verify(air, proof, public_inputs, config, log_n, None)
+    rejected with ``wrong-height``).
+
+    ``min_security_bits``: reject (code ``security``) a config whose conjectured level
+    (:meth:`StarkConfig.security_bits`) is lower, before anything else is checked. Default None:
+    no floor -- the caller's ``config`` is the level. ``jaxstark verify``, which reads the config
+    from a file the prover wrote, applies 100 bits unless told otherwise."""
+    return _checked_verify(air, proof, public_inputs, config, log_n, None, min_security_bits)
 
 
 def annotated_transcript(
@@ -126,15 +136,26 @@ def annotated_transcript(
     fork it is; ``kind`` says whether the value was absorbed (``digest``, ``base``, ``ext``) or
     squeezed (``challenge_*``, ``queries``). Raises :class:`InvalidProof` like ``verify``."""
     log: list = []
-    _checked_verify(air, proof, public_inputs, config, log_n, log)
+    _checked_verify(air, proof, public_inputs, config, log_n, log, None)
     return log
 
 
-def _checked_verify(air, proof, public_inputs, config, log_n, log) -> bool:
+def _checked_verify(air, proof, public_inputs, config, log_n, log, min_security_bits) -> bool:
     config = config or StarkConfig()
     if not isinstance(config, StarkConfig):
         raise TypeError(f"verify: config must be a StarkConfig, got {type(config).__name__}")
+    if min_security_bits is not None and (
+        isinstance(min_security_bits, bool) or not isinstance(min_security_bits, (int, float))
+    ):
+        raise TypeError(f"verify: min_security_bits must be a number of bits or None, got {min_security_bits!r}")
     statement = _statement(air, public_inputs, log_n)
+    check_bus_arity([a for a, _, _ in statement])
+    if min_security_bits is not None and config.security_bits() < min_security_bits:
+        _reject(
+            "security",
+            f"the parameters {config.fingerprint()} give {config.security_bits():.1f} conjectured bits "
+            f"({config.security_report()}), below the verifier's floor of {min_security_bits:g} bits",
+        )
     try:
         if isinstance(proof, (bytes, bytearray, memoryview)):
             proof = Proof.from_bytes(proof)
@@ -144,7 +165,7 @@ def _checked_verify(air, proof, public_inputs, config, log_n, log) -> bool:
             _verify(statement, proof, config, log)
     except JaxstarkError:
         raise
-    except (ValueError, TypeError, IndexError, OverflowError, KeyError) as exc:
+    except (ValueError, TypeError, IndexError, OverflowError, KeyError, AttributeError) as exc:
         raise InvalidProof("malformed", f"proof could not be checked: {type(exc).__name__}: {exc}") from exc
     return True
 
@@ -156,6 +177,7 @@ def _entries(where: str, entries) -> list[tuple[str, str, str, np.ndarray]]:
 def _verify(statement, proof: Proof, config: StarkConfig, log: list | None = None) -> None:
     """Every check; ``log``: a list that receives the annotated transcript (:func:`annotated_transcript`)."""
     # -- 0. identity, shapes, buses -----------------------------------------------------------
+    _check_proof_object(proof)
     if proof.config_id != config.fingerprint():
         _reject("wrong-config", f"the proof used config '{proof.config_id}', not '{config.fingerprint()}'")
     layout = proof.layout
@@ -171,17 +193,18 @@ def _verify(statement, proof: Proof, config: StarkConfig, log: list | None = Non
                 check_chunkable(air, f"table {t}")
             except ValueError as exc:
                 _reject("chunks", str(exc))
+    heights_of = collections.defaultdict(set)
+    for u, table in zip(us, proof.tables, strict=True):
+        where = f"table {u.table}{u.words} ({statement[u.table][0].name}): "
+        heights_of[u.table].add(_table_height(where, table, config))
+    for t, heights in heights_of.items():
+        if len(heights) != 1:
+            _reject("chunks", f"table {t}: the chunks have different heights {sorted(heights)}")
     checked = []
     for u, table in zip(us, proof.tables, strict=True):
         air, pub, pin = statement[u.table]
         pin = None if pin is None else pin - layout[u.table]
         checked.append(_check_table(f"{u.table}{u.words}", air, pub, pin, table, config))
-    heights_of = collections.defaultdict(set)
-    for u, (log_n, _, _) in zip(us, checked, strict=True):
-        heights_of[u.table].add(log_n)
-    for t, heights in heights_of.items():
-        if len(heights) != 1:
-            _reject("chunks", f"table {t}: the chunks have different heights {sorted(heights)}")
     unit_airs = tuple(statement[u.table][0] for u in us)
     for bus, total in bus_balance(unit_airs, [arrays["bus_sums"] for _, _, arrays in checked]).items():
         if any(total):
@@ -234,21 +257,41 @@ def _shared_transcript(airs, config, log_ns, chunks, unit_airs, publics, commitm
     return tr, challenges
 
 
+def _check_proof_object(proof: Proof) -> None:
+    """The proof's own fields have the types and bounds the byte format gives them (a
+    :class:`Proof` can be built in Python, bypassing the parser)."""
+    if not isinstance(proof.config_id, str):
+        _reject("malformed", f"the config id is a {type(proof.config_id).__name__}, not a str")
+    if not isinstance(proof.chunks, tuple) or not isinstance(proof.tables, tuple):
+        _reject("malformed", "the proof's chunks and tables must be tuples")
+    if not 1 <= len(proof.tables) <= MAX_TABLES or len(proof.chunks) > MAX_TABLES:
+        _reject("malformed", f"the proof holds {len(proof.tables)} table proofs (1 ... {MAX_TABLES} allowed)")
+    for k in proof.chunks:
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_CHUNKS_LOG2:
+            _reject("chunks", f"a table is split into 2^{k!r:.20} chunks (0 ... {MAX_CHUNKS_LOG2} allowed)")
+
+
+def _table_height(where: str, table: TableProof, config: StarkConfig) -> int:
+    """A unit's claimed trace height, checked to be a height the config can prove."""
+    if not isinstance(table, TableProof):
+        _reject("malformed", f"{where}expected a TableProof, got {type(table).__name__}")
+    log_n = table.log_n
+    if isinstance(log_n, bool) or not isinstance(log_n, int) or not 1 <= log_n <= 31 - config.log_blowup:
+        _reject("malformed", f"{where}trace height 2^{log_n} is out of range")
+    return log_n
+
+
 def _check_table(t: int | str, air: AIR, public_inputs, pin, table: TableProof, config: StarkConfig):
     """Section 0 for one table: identity, height, and every array's shape; returns
     ``(log_n, public, arrays)``."""
     where = f"table {t} ({air.name}): "
-    if not isinstance(table, TableProof):
-        _reject("malformed", f"{where}expected a TableProof, got {type(table).__name__}")
-    if table.air_id != air.fingerprint():
+    log_n = _table_height(where, table, config)
+    if not isinstance(table.air_id, str) or table.air_id != air.fingerprint():
         _reject("wrong-air", f"{where}the proof is for AIR '{table.air_id}', not '{air.fingerprint()}'")
     try:
         public = public_array(air, public_inputs)
     except ValueError as exc:
         _reject("public-inputs", f"{where}{exc}")
-    log_n = table.log_n
-    if not isinstance(log_n, int) or not 1 <= log_n <= 31 - config.log_blowup:
-        _reject("malformed", f"{where}trace height 2^{log_n} is out of range")
     if pin is not None and log_n != pin:
         _reject("wrong-height", f"{where}the proof is for 2^{log_n} rows, the statement says 2^{pin}")
     try:
@@ -269,24 +312,47 @@ def _check_table(t: int | str, air: AIR, public_inputs, pin, table: TableProof, 
         parts_rows=((q, 3 * parts), u64), parts_paths=((q, log_l, 32), u8),
     )  # fmt: skip
     arrays = {name: _expect(where + name, getattr(table, name), *spec) for name, spec in shapes.items()}
+    if not isinstance(table.fri_rows, (tuple, list)) or not isinstance(table.fri_paths, (tuple, list)):
+        _reject("malformed", f"{where}the FRI openings must be tuples of arrays")
     if len(table.fri_rows) != layers or len(table.fri_paths) != layers:
         _reject("malformed", f"{where}expected {layers} FRI layers, got {len(table.fri_rows)} / {len(table.fri_paths)}")
     arrays["fri_rows"] = tuple(_expect(f"{where}fri_rows[{k}]", r, (q, 6), u64) for k, r in enumerate(table.fri_rows))
     arrays["fri_paths"] = tuple(
         _expect(f"{where}fri_paths[{k}]", p, (q, log_l - 1 - k, 32), u8) for k, p in enumerate(table.fri_paths)
     )
+    if config.hash == "poseidon2":  # a digest is 4 field elements: only canonical words hash as themselves
+        for name in ("trace_root", "aux_root", "parts_root", "fri_roots", "trace_paths", "aux_paths", "parts_paths"):
+            _canonical_digests(where + name, arrays[name])
+        for k, p in enumerate(arrays["fri_paths"]):
+            _canonical_digests(f"{where}fri_paths[{k}]", p)
     return log_n, public, arrays
 
 
+def _canonical_digests(name: str, digests: np.ndarray) -> None:
+    """Poseidon2 digests are 4 canonical field elements (8 little-endian bytes each); the node
+    compression reduces its input mod p, so a word ``w + p`` would hash like ``w`` and make the
+    proof malleable."""
+    words = np.ascontiguousarray(digests).reshape(-1, 8).view("<u8")
+    if words.size and int(words.max()) >= P:
+        _reject("digest", f"{name} holds a Poseidon2 digest word >= p (digests must be canonical field elements)")
+
+
 def _verify_table(air: AIR, config: StarkConfig, log_n: int, public, tr, challenges, arrays) -> tuple:
-    """Every check of one table; returns its fork's log (empty unless ``tr`` is annotated)."""
+    """Every check of one table, the cheap ones first: the transcript replay, the out-of-domain
+    point and the constraints there, the proof of work; then the Merkle paths and FRI. Returns
+    its fork's log (empty unless ``tr`` is annotated)."""
     layers = fri_num_layers(log_n, config.fri_final_degree)
-    out = jax.device_get(_verify_core(air, config, log_n, public, tr, challenges, jax.tree.map(jnp.asarray, arrays)))
-    ood = OutOfDomain(*(jnp.asarray(x) for x in (out["z"], arrays["trace_z"], arrays["trace_zg"], arrays["parts_z"],
+    a = jax.tree.map(jnp.asarray, arrays)
+    fs = _replay(air, config, log_n, tr, a)
+    z = np.asarray(fs["z"])
+    if not z[1:].any():
+        _reject("ood", "the out-of-domain point lies in the base field, which holds the trace domain and the LDE coset")
+    ood = OutOfDomain(*(jnp.asarray(x) for x in (z, arrays["trace_z"], arrays["trace_zg"], arrays["parts_z"],
                                                   arrays["aux_z"], arrays["aux_zg"])))  # fmt: skip
-    _check_ood(air, ood, jnp.asarray(out["alphas"]), public, log_n, challenges, arrays["bus_sums"])
-    if not out["pow_ok"]:
+    _check_ood(air, ood, jnp.asarray(fs["alphas"]), public, log_n, challenges, arrays["bus_sums"])
+    if not bool(fs["pow_ok"]):
         _reject("pow", f"the nonce does not satisfy the {config.grinding_bits}-bit proof of work")
+    out = jax.device_get(_openings(air, config, log_n, a, fs["z"], fs["gamma"], fs["betas"], fs["idx"]))
     for key, code, what in (
         ("trace_ok", "trace-path", "trace"),
         ("aux_ok", "aux-path", "aux trace"),
@@ -300,7 +366,7 @@ def _verify_table(air: AIR, config: StarkConfig, log_n: int, public, tr, challen
         _first_bad(ok, "deep" if k == 0 else "fri-fold", f"the opened FRI layer {k} value does not match {what}")
     code = "deep" if not layers else "fri-final"
     _first_bad(out["final_ok"], code, "the last FRI value does not lie on the final polynomial")
-    return out["log"]
+    return fs["log"]
 
 
 def _first_bad(ok, code: str, message: str) -> None:
@@ -315,16 +381,17 @@ def _pow_index(base: int, exps: jax.Array, bits: int) -> jax.Array:
     return gl._pow_bits(jnp.asarray(np.uint64(base % P)), exps.astype(jnp.uint64), max(bits, 1))
 
 
+def _replay(air: AIR, config: StarkConfig, log_n: int, tr, a) -> dict:
+    """The table fork's Fiat-Shamir replay on the host: the composition challenges, ``z``,
+    ``gamma``, the FRI folding challenges, the proof-of-work check and the query positions."""
+    return jax.device_get(_replay_core(air, config, log_n, tr, a))
+
+
 @functools.partial(jax.jit, static_argnames=("air", "config", "log_n"))
-def _verify_core(air: AIR, config: StarkConfig, log_n: int, public, tr, challenges, a) -> dict:
-    """Every check of one table after the shape checks except the out-of-domain one, as one
-    compiled program (compiled once per AIR, config and trace height), from the table's fork of
-    the transcript: replay, proof of work, Merkle paths, DEEP values, folds and the final
-    polynomial. Returns flags per query."""
-    c, aux_cols, parts, q = air.width, air.num_aux_columns, air.composition_parts, config.num_queries
+def _replay_core(air: AIR, config: StarkConfig, log_n: int, tr, a) -> dict:
+    q = config.num_queries
     log_l = log_n + config.log_blowup
     layers = fri_num_layers(log_n, config.fri_final_degree)
-
     tr, alphas = tr.challenge_ext("composition alphas", num_constraints(air))
     tr = tr.absorb_digest("composition root", a["parts_root"])
     tr, z = tr.challenge_ext("ood point")
@@ -339,6 +406,17 @@ def _verify_core(air: AIR, config: StarkConfig, log_n: int, public, tr, challeng
     pow_ok = tr.pow_ok(a["nonce"], config.grinding_bits)
     tr = tr.absorb_base("pow nonce", a["nonce"][None])
     tr, idx = tr.query_indices("fri queries", q, 1 << log_l)
+    return dict(alphas=alphas, z=z, gamma=gamma, betas=betas, pow_ok=pow_ok, idx=idx, log=tr.log)
+
+
+@functools.partial(jax.jit, static_argnames=("air", "config", "log_n"))
+def _openings(air: AIR, config: StarkConfig, log_n: int, a, z, gamma, betas, idx) -> dict:
+    """The expensive checks of one table as one compiled program (once per AIR, config and
+    trace height): Merkle paths of every opening, the DEEP values at the queries, every fold
+    and the final polynomial. Returns flags per query."""
+    c, aux_cols, parts, q = air.width, air.num_aux_columns, air.composition_parts, config.num_queries
+    log_l = log_n + config.log_blowup
+    layers = fri_num_layers(log_n, config.fri_final_degree)
 
     trace_ok = _verify_paths_core(config.hash, log_l, a["trace_root"], idx, a["trace_rows"], a["trace_paths"])
     parts_ok = _verify_paths_core(config.hash, log_l, a["parts_root"], idx, a["parts_rows"], a["parts_paths"])
@@ -376,16 +454,7 @@ def _verify_core(air: AIR, config: StarkConfig, log_n: int, public, tr, challeng
     on_final = jax.vmap(lambda x: _evaluate(a["fri_final"], x, True))(pts)
     final_ok = jnp.all(on_final == current, axis=-1)
     return dict(
-        alphas=alphas,
-        z=z,
-        pow_ok=pow_ok,
-        trace_ok=trace_ok,
-        parts_ok=parts_ok,
-        aux_ok=aux_ok,
-        fri_ok=fri_ok,
-        layer_ok=layer_ok,
-        final_ok=final_ok,
-        log=tr.log,
+        trace_ok=trace_ok, parts_ok=parts_ok, aux_ok=aux_ok, fri_ok=fri_ok, layer_ok=layer_ok, final_ok=final_ok
     )
 
 
@@ -409,8 +478,6 @@ def _check_ood(air: AIR, ood: OutOfDomain, alphas, public, log_n: int, challenge
         periodic.append(value)
     pub = [HostVal(int(v)) for v in np.asarray(public).tolist()]
     zn = z**n
-    if not zn - 1:
-        _reject("ood", "the out-of-domain point lies in the trace domain")
     aux = None
     if air.num_aux_columns:
         beta, gamma = _host(challenges)

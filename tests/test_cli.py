@@ -118,38 +118,101 @@ def test_prove_shows_progress_writes_files_and_verify_accepts(tmp_path):
     statement = json.loads((tmp_path / "alu.proof.json").read_text())
     assert statement["tables"][0]["air"] == "jaxstark.examples.alu:Alu" and statement["config"]["blowup"] == 2
 
-    ok = jaxstark("verify", str(tmp_path / "alu.proof"))
+    ok = jaxstark("verify", str(tmp_path / "alu.proof"), "--min-security-bits", "0")
     assert ok.returncode == 0, ok.stderr
     assert "verified: OK" in ok.stdout
+    assert "table 0: jaxstark.examples.alu:Alu (Alu/w13/" in ok.stdout and "at 2^8 rows in 4 row chunks" in ok.stdout
+    assert "blowup 2, 8 queries, 2 grinding bits" in ok.stdout and "10 bits conjectured (floor 0)" in ok.stdout
 
     data = bytearray((tmp_path / "alu.proof").read_bytes())
     data[len(data) // 2] ^= 1
     (tmp_path / "bad.proof").write_bytes(bytes(data))
-    bad = jaxstark("verify", str(tmp_path / "bad.proof"), "--statement", str(tmp_path / "alu.proof.json"))
+    floor = ["--min-security-bits", "0"]
+    bad = jaxstark("verify", str(tmp_path / "bad.proof"), "--statement", str(tmp_path / "alu.proof.json"), *floor)
     assert bad.returncode == 1 and "REJECTED (" in bad.stderr and "rejected" in bad.stdout
 
     (tmp_path / "short.proof").write_bytes(bytes(data[:100]))
-    short = jaxstark("verify", str(tmp_path / "short.proof"), "--statement", str(tmp_path / "alu.proof.json"))
+    short = jaxstark("verify", str(tmp_path / "short.proof"), "--statement", str(tmp_path / "alu.proof.json"), *floor)
     assert short.returncode == 1 and "REJECTED (format)" in short.stderr
 
     other = jaxstark("verify", str(tmp_path / "alu.proof"), "--example", "alu", "--log-rows", "8", "--blowup", "4",
-                     "--queries", "8", "--grinding", "2")  # fmt: skip
+                     "--queries", "8", "--grinding", "2", *floor)  # fmt: skip
     assert other.returncode == 1 and "wrong-config" in other.stderr
 
 
 def test_prove_a_user_air_from_a_trace_file(tmp_path):
     trace, public = fibonacci_trace(4)
     np.save(tmp_path / "fib.npy", np.asarray(trace))
+    tiny = ["--blowup", "2", "--queries", "1", "--grinding", "0"]  # a 1-bit security level
     out = jaxstark("prove", "--air", "jaxstark.examples:Fibonacci", "--trace", str(tmp_path / "fib.npy"), "--public",
-                   str(public[0]), *SMALL, "--out", str(tmp_path / "fib.proof"), "--no-progress")  # fmt: skip
+                   str(public[0]), *tiny, "--out", str(tmp_path / "fib.proof"), "--no-progress")  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stderr == ""  # --no-progress
-    ok = jaxstark("verify", str(tmp_path / "fib.proof"))
+    # the verifier's floor, not the statement file, sets the level
+    low = jaxstark("verify", str(tmp_path / "fib.proof"))
+    assert low.returncode == 1 and "REJECTED (security)" in low.stderr
+    assert "b2/q1/g0/f64/blake3 give 1.0 conjectured bits" in low.stderr and "floor of 100 bits" in low.stderr
+    ok = jaxstark("verify", str(tmp_path / "fib.proof"), "--min-security-bits", "0")
     assert ok.returncode == 0, ok.stderr
-    # the same proof against another public input: rejected
-    wrong = jaxstark("verify", str(tmp_path / "fib.proof"), "--air", "jaxstark.examples:Fibonacci", "--public",
-                     str(public[0] + 1), *SMALL)  # fmt: skip
-    assert wrong.returncode == 1, wrong.stdout + wrong.stderr
+    assert f"at 2^4 rows; public inputs: {public[0]}" in ok.stdout
+    assert "security: 1 bits conjectured (floor 0), 0 bits proven" in ok.stdout
+    # the same proof against another public input, or another height (--log-rows pins it): rejected
+    air = ["--air", "jaxstark.examples:Fibonacci", *tiny, "--min-security-bits", "0"]
+    wrong = jaxstark("verify", str(tmp_path / "fib.proof"), *air, "--public", str(public[0] + 1))
+    assert wrong.returncode == 1 and "REJECTED (" in wrong.stderr, wrong.stdout + wrong.stderr
+    taller = jaxstark("verify", str(tmp_path / "fib.proof"), *air, "--public", str(public[0]), "--log-rows", "5")
+    assert taller.returncode == 1 and "REJECTED (wrong-height)" in taller.stderr, taller.stderr
+
+
+def _statement(tmp_path, air: str, fields=None) -> Path:
+    path = tmp_path / "p.proof.json"
+    config = {"blowup": 2, "num_queries": 8, "grinding_bits": 2, "fri_final_degree": 64, "hash": "blake3"}
+    table = {"air": air, "fields": fields or {}, "log_n": 4, "public_inputs": []}
+    path.write_text(json.dumps({"format": "jaxstark statement v1", "config": config, "tables": [table]}))
+    (tmp_path / "p.proof").write_bytes(b"not a proof")
+    return path
+
+
+@pytest.mark.parametrize(
+    "air, fields, message",
+    [
+        ("os:system", {"command": "touch MARKER"}, "module 'os', which is not trusted"),
+        ("builtins:eval", {}, "module 'builtins', which is not trusted"),
+        ("jaxstark.cli.common:load_air", {}, "not a jaxstark.AIR subclass"),
+        ("jaxstark.examples:EXAMPLES", {}, "not a jaxstark.AIR subclass"),
+        ("jaxstark:AIR", {}, "not a jaxstark.AIR subclass"),
+        ("jaxstark.examples:Fibonacci", {"width": [2]}, "not plain data"),
+        ("jaxstark.examples:Fibonacci", {"__class__": 1}, "not a field of Fibonacci"),
+        ("jaxstark.examples:__builtins__", {}, "has no public '__builtins__'"),
+        ("os.path:join; rm", {}, "must be MODULE:CLASS"),
+    ],
+)
+def test_a_statement_file_runs_nothing_it_names(tmp_path, air, fields, message, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _statement(tmp_path, air, fields)
+    assert main(["verify", str(tmp_path / "p.proof")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "MARKER").exists()
+
+
+def test_a_statement_file_may_name_airs_of_trusted_modules(tmp_path, capsys, monkeypatch):
+    (tmp_path / "myairs.py").write_text(
+        "import pathlib\npathlib.Path('IMPORTED').touch()\nfrom jaxstark.examples import Fibonacci\n\n\n"
+        "class MyFib(Fibonacci):\n    pass\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _statement(tmp_path, "myairs:MyFib")
+    assert main(["verify", str(tmp_path / "p.proof")]) == 2
+    err = capsys.readouterr().err
+    assert "'myairs', which is not trusted" in err and "--trust myairs" in err and "nothing was imported" in err
+    assert not (tmp_path / "IMPORTED").exists()
+    monkeypatch.setenv("JAXSTARK_TRUST", "otherpkg, myairs")
+    assert main(["verify", str(tmp_path / "p.proof"), "--min-security-bits", "0"]) == 1  # read, then rejected
+    assert (tmp_path / "IMPORTED").exists()
+    assert "REJECTED (format)" in capsys.readouterr().err
+    monkeypatch.delenv("JAXSTARK_TRUST")
+    assert main(["verify", str(tmp_path / "p.proof"), "--trust", "myairs", "--min-security-bits", "0"]) == 1
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,11 @@ and turning them into a :class:`~jaxstark.config.StarkConfig` and a list of tabl
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -79,12 +82,17 @@ def add_memory(ap: argparse.ArgumentParser) -> None:
     g.add_argument("--chunk-group", type=int, metavar="G", help="prove G chunks at a time (default: the planner's)")
 
 
-def add_tables(ap: argparse.ArgumentParser, *, traces: bool, log_rows: int = 10) -> None:
+def add_tables(ap: argparse.ArgumentParser, *, traces: bool, log_rows: int | None = 10) -> None:
     """An example, or user AIRs (``module:Class``) with their traces and public inputs."""
     g = ap.add_argument_group("the statement: an example, or your own AIRs")
     g.add_argument("--example", choices=TABLE_EXAMPLES, help="a built-in example (machine: three tables, two buses)")
     g.add_argument(
-        "--log-rows", type=int, default=log_rows, help="the example's height is 2^LOG_ROWS (default %(default)s)"
+        "--log-rows",
+        type=int,
+        default=log_rows,
+        help="the example's height is 2^LOG_ROWS (default %(default)s)"
+        if log_rows is not None
+        else "the tables' height is 2^LOG_ROWS (the example's default 10; with --air, unpinned when not given)",
     )
     g.add_argument(
         "--air",
@@ -142,31 +150,108 @@ def device_from(kind: str) -> jax.Device:
         raise CliError(f"no {kind} device available ({exc})") from None
 
 
-def resolve(spec: str, where: str = "--air"):
-    """The object ``module:name`` names (``name`` may be dotted)."""
+TRUST_ENV = "JAXSTARK_TRUST"
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _split(spec: str, where: str) -> tuple[str, str]:
     module, _, name = spec.partition(":")
-    if not module or not name:
-        raise CliError(f"{where} must be MODULE:CLASS, got {spec!r}")
+    if not _MODULE.fullmatch(module) or not _MODULE.fullmatch(name):
+        raise CliError(f"{where} must be MODULE:CLASS (dotted Python names), got {spec!r}")
+    return module, name
+
+
+def resolve(spec: str, where: str = "--air"):
+    """The object ``module:name`` names (``name`` may be dotted). Imports ``module``: call it only
+    for a module whose code is trusted (the command line's own, or :func:`check_trusted`)."""
+    module, name = _split(spec, where)
     try:
         obj = importlib.import_module(module)
     except ImportError as exc:
         raise CliError(f"{where} {spec}: cannot import {module!r} ({exc})") from None
     for part in name.split("."):
-        if not hasattr(obj, part):
-            raise CliError(f"{where} {spec}: {module!r} has no {name!r}")
+        if part.startswith("_") or not hasattr(obj, part):
+            raise CliError(f"{where} {spec}: {module!r} has no public {name!r}")
         obj = getattr(obj, part)
     return obj
 
 
-def load_air(spec: str, where: str = "--air", **fields) -> AIR:
-    """``module:Class`` (or a factory function), called with ``fields`` -> an AIR instance."""
-    factory = resolve(spec, where)
-    if not callable(factory):
-        raise CliError(f"{where} {spec}: is a {type(factory).__name__}, not an AIR class or factory")
+def trusted_modules(cli: list[str] | None = None) -> tuple[str, ...]:
+    """The modules whose AIRs a statement file may name: ``jaxstark`` itself, every ``--trust
+    MODULE`` and every name in ``JAXSTARK_TRUST`` (comma-separated); each with its submodules."""
+    names = ["jaxstark", *(cli or []), *os.environ.get(TRUST_ENV, "").split(",")]
+    out = []
+    for n in (n.strip() for n in names):
+        if not n:
+            continue
+        if not _MODULE.fullmatch(n):
+            raise CliError(f"--trust / {TRUST_ENV}: {n!r} is not a module name")
+        out.append(n)
+    return tuple(dict.fromkeys(out))
+
+
+def check_trusted(module: str, trusted: tuple[str, ...], where: str) -> None:
+    """Refuse (before anything is imported) a module that is not one of ``trusted`` or below one."""
+    if not any(module == t or module.startswith(t + ".") for t in trusted):
+        top = module.split(".")[0]
+        raise CliError(
+            f"{where} names an AIR from module {module!r}, which is not trusted: a statement file may name only AIRs "
+            f"from jaxstark or from modules you trust, because importing a module runs its code. If you trust its "
+            f"code, add --trust {top} (or set {TRUST_ENV}={top}); nothing was imported"
+        )
+
+
+def air_class(spec: str, where: str):
+    """The class ``spec`` names, checked to be a subclass of :class:`jaxstark.AIR` (nothing called)."""
+    obj = resolve(spec, where)
+    if not isinstance(obj, type) or not issubclass(obj, AIR) or obj is AIR:
+        raise CliError(f"{where} {spec}: is a {type(obj).__name__}, not a jaxstark.AIR subclass")
+    return obj
+
+
+def construct(cls, spec: str, where: str, fields: dict) -> AIR:
+    """``cls(**fields)`` for an AIR class and plain-data ``fields`` that name its own fields."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    for name, value in fields.items():
+        if not isinstance(name, str) or name not in known:
+            raise CliError(f"{where} {spec}: {name!r} is not a field of {cls.__name__} (fields: {sorted(known)})")
+        if not isinstance(value, (bool, int, float, str, type(None))):
+            raise CliError(f"{where} {spec}: field {name!r} is a {type(value).__name__}, not plain data")
     try:
-        air = factory(**fields)
-    except Exception as exc:  # noqa: BLE001 -- the user's constructor may raise anything
+        air = cls(**fields)
+    except Exception as exc:  # noqa: BLE001 -- the AIR's constructor may raise anything
         raise CliError(f"{where} {spec}: constructing it failed: {type(exc).__name__}: {exc}") from None
+    if not isinstance(air, AIR):
+        raise CliError(f"{where} {spec}: gave a {type(air).__name__}, not a jaxstark.AIR")
+    return air
+
+
+def statement_air(spec: str, where: str, fields: dict, trusted: tuple[str, ...]) -> AIR:
+    """An AIR named by a statement file (hostile input): a trusted module, a subclass of
+    :class:`jaxstark.AIR` (no factories), plain-data fields it declares."""
+    if not isinstance(spec, str):
+        raise CliError(f"{where}: the AIR must be a 'module:Class' string, got {type(spec).__name__}")
+    if not isinstance(fields, dict):
+        raise CliError(f"{where}: the AIR's fields must be an object, got {type(fields).__name__}")
+    module, _ = _split(spec, where)
+    check_trusted(module, trusted, where)
+    return construct(air_class(spec, where), spec, where, fields)
+
+
+def load_air(spec: str, where: str = "--air") -> AIR:
+    """``module:Class`` from the command line -> an AIR instance: an AIR subclass (checked before
+    it is called) constructed with no arguments, or a factory function returning an AIR."""
+    obj = resolve(spec, where)
+    if isinstance(obj, type):
+        if not issubclass(obj, AIR) or obj is AIR:
+            raise CliError(f"{where} {spec}: is the class {obj.__name__}, not a jaxstark.AIR subclass")
+        return construct(obj, spec, where, {})
+    if not callable(obj):
+        raise CliError(f"{where} {spec}: is a {type(obj).__name__}, not an AIR class or factory")
+    try:
+        air = obj()
+    except Exception as exc:  # noqa: BLE001 -- the user's factory may raise anything
+        raise CliError(f"{where} {spec}: calling it failed: {type(exc).__name__}: {exc}") from None
     if not isinstance(air, AIR):
         raise CliError(f"{where} {spec}: gave a {type(air).__name__}, not a jaxstark.AIR")
     return air

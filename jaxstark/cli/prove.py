@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 
 import jax
+import numpy as np
 
 import jaxstark as js
 from jaxstark.cli import statement
@@ -24,6 +25,7 @@ from jaxstark.cli.common import (
     device_from,
     subcommand,
     tables_from,
+    trusted_modules,
     user_tables,
 )
 from jaxstark.examples import TABLE_EXAMPLES, example_tables
@@ -47,9 +49,25 @@ PROVE_EXAMPLES = """examples:
 VERIFY_HELP = """Verify a proof file. The statement (AIRs, heights, public inputs, proof parameters)
 comes from the statement file `jaxstark prove` wrote beside the proof (PROOF.json, or
 --statement FILE), or from the same options `prove` took (--example / --air, --public,
---log-rows and the proof parameters). Exit code 0 when the proof verifies, 1 when it is
-rejected (with the check that failed), 2 when a file cannot be read. The statement file names
-the AIR classes to import: verify statements whose AIR code you trust."""
+--log-rows and the proof parameters). On success it prints what was verified: each table's AIR,
+height and public inputs, the parameters and the security they give.
+
+Trust: the proof and its statement file come from the prover. A statement file may name only
+AIR classes from jaxstark or from modules you trust (--trust MODULE, or JAXSTARK_TRUST=A,B):
+importing a module runs its code, so anything else is refused before it is imported. The
+security level is yours: a proof whose parameters give fewer than --min-security-bits
+conjectured bits (default 100) is rejected, whatever the statement file says.
+
+Exit code 0 when the proof verifies, 1 when it is rejected (with the check that failed), 2 when
+a file cannot be read or names an untrusted AIR."""
+
+VERIFY_EXAMPLES = """examples:
+  jaxstark verify alu.proof                                   # statement from alu.proof.json
+  jaxstark verify counter.proof --trust mypkg                 # the statement names mypkg.airs:Counter
+  jaxstark verify alu.proof --example alu --log-rows 14 --blowup 2
+  jaxstark verify toy.proof --min-security-bits 0             # accept any level (it is printed)"""
+
+MIN_SECURITY_BITS = 100
 
 
 def add_parsers(sub) -> None:
@@ -64,10 +82,21 @@ def add_parsers(sub) -> None:
     g.add_argument("--debug", action="store_true", help="check every constraint and bus first; name the first failure")
     g.add_argument("--no-progress", action="store_true", help="no progress display on stderr")
 
-    ap = subcommand(sub, "verify", run_verify, "verify a proof file (exit code 0 or 1 with the reason)", VERIFY_HELP)
+    ap = subcommand(
+        sub, "verify", run_verify, "verify a proof file (exit code 0 or 1 with the reason)", VERIFY_HELP,
+        VERIFY_EXAMPLES,
+    )  # fmt: skip
     ap.add_argument("proof", type=Path, help="the proof file")
     ap.add_argument("--statement", type=Path, help="the statement file (default: PROOF.json)")
-    add_tables(ap, traces=False)
+    ap.add_argument(
+        "--trust", action="append", default=[], metavar="MODULE",
+        help="a module (and its submodules) whose AIRs a statement file may name; repeatable",
+    )  # fmt: skip
+    ap.add_argument(
+        "--min-security-bits", type=float, default=MIN_SECURITY_BITS, metavar="BITS",
+        help="reject a proof whose parameters give fewer conjectured bits (default %(default)s)",
+    )  # fmt: skip
+    add_tables(ap, traces=False, log_rows=None)
     add_config(ap)
 
 
@@ -130,30 +159,56 @@ def run_verify(args, ap) -> int:
         data = args.proof.read_bytes()
     except OSError as exc:
         raise CliError(f"cannot read the proof file {str(args.proof)!r}: {exc.strerror or exc}") from None
+    if not args.min_security_bits >= 0:
+        ap.error(f"--min-security-bits must be >= 0, got {args.min_security_bits}")
     if args.example or args.air:
         if args.statement:
             ap.error("give the statement as --statement or as --example / --air, not both")
         config = config_from(args, ap)
         if args.example:
+            args.log_rows = 10 if args.log_rows is None else args.log_rows
+            check_log_rows(args, ap, 2 if args.example == "machine" else 1, 31 - config.log_blowup)
             tables = example_tables(args.example, args.log_rows)
             airs, publics = [a for a, _, _ in tables], [p for _, _, p in tables]
             log_ns = [t.shape[0].bit_length() - 1 for _, t, _ in tables]
         else:
             airs, publics = user_tables(args, ap, traces=False)
-            log_ns = [None] * len(airs)
+            if args.log_rows is not None:
+                check_log_rows(args, ap, 1, 31 - config.log_blowup)
+            log_ns = [args.log_rows] * len(airs)
     else:
-        airs, log_ns, publics, config = statement.read(args.statement or _statement_path(args.proof))
+        trusted = trusted_modules(args.trust)
+        airs, log_ns, publics, config = statement.read(args.statement or _statement_path(args.proof), trusted)
     start = time.perf_counter()
     try:
-        js.verify(list(zip(airs, publics, strict=True)), data, config=config, log_n=log_ns)
+        js.verify(
+            list(zip(airs, publics, strict=True)), data, config=config, log_n=log_ns,
+            min_security_bits=args.min_security_bits,
+        )  # fmt: skip
     except js.InvalidProof as exc:
         print(f"REJECTED ({exc.code}): {exc}", file=sys.stderr)
         print(f"jaxstark: {args.proof}: the proof was rejected ({exc.code})")
         return REJECTED
-    names = ", ".join(a.name for a in airs)
+    except ValueError as exc:  # the statement itself is inconsistent (e.g. a bus's tuple lengths)
+        raise CliError(f"the statement cannot be verified: {exc}") from None
+    took = time.perf_counter() - start
+    proof = js.Proof.from_bytes(data)  # parsed and checked by verify
+    first = np.cumsum([0, *(1 << k for k in proof.layout)])
+    heights = [proof.tables[int(first[t])].log_n + k for t, k in enumerate(proof.layout)]
+    print(f"verified: OK -- {args.proof} ({len(data):,} B, {took:.2f} s) proves:")
+    for t, (air, log_n, public) in enumerate(zip(airs, heights, publics, strict=True)):
+        split = f" in {1 << proof.layout[t]} row chunks" if proof.layout[t] else ""
+        shown = ", ".join(str(v) for v in public) if public else "none"
+        cls = f"{type(air).__module__}:{type(air).__qualname__}"
+        print(f"  table {t}: {cls} ({air.fingerprint()}) at 2^{log_n} rows{split}; public inputs: {shown}")
+    proven = min(config.proven_security_bits(h) for h in heights)
     print(
-        f"verified: OK -- {args.proof} ({len(data):,} B) proves {names} under {config.fingerprint()} "
-        f"({time.perf_counter() - start:.2f} s)"
+        f"  parameters: blowup {config.blowup}, {config.num_queries} queries, {config.grinding_bits} grinding bits, "
+        f"FRI final degree {config.fri_final_degree}, hash {config.hash}"
+    )
+    print(
+        f"  security: {config.security_bits():.0f} bits conjectured (floor {args.min_security_bits:g}), "
+        f"{proven:.0f} bits proven (Johnson regime, at 2^{max(heights)} rows)"
     )
     return OK
 
@@ -165,7 +220,7 @@ def add_demo_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--example", choices=TABLE_EXAMPLES, default="fibonacci", help="machine: three tables on two buses")
     ap.add_argument("--log-rows", type=int, default=10, help="trace height is 2^LOG_ROWS (default 10)")
     ap.add_argument("--blowup", type=int, default=4, help="LDE blowup, a power of two >= 2 (default 4)")
-    ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--queries", type=int, default=42)
     ap.add_argument("--grinding", type=int, default=16, help="proof-of-work bits (default 16)")
     ap.add_argument("--hash", choices=sorted(HASHES), default="blake3")
     ap.add_argument("--device", choices=["cpu", "gpu", "default"], default="cpu")
@@ -201,7 +256,7 @@ def run_demo(args, ap) -> int:
         aux = f", {air.num_aux_columns} aux" if air.num_aux_columns else ""
         print(f"  table      {air.name}: 2^{trace.shape[0].bit_length() - 1} rows x {air.width} columns{aux}")
     print(f"  config     blowup {config.blowup}, hash {config.hash}")
-    print(f"  security   {config.security_report()}")
+    print(f"  security   {config.security_report(args.log_rows)}")
     print(f"  prove      {1e3 * again:9.1f} ms  (first call {first:.2f} s, after planning)")
     print(f"  verify     {1e3 * vagain:9.1f} ms  (first call {vfirst:.1f} s, including compilation)")
     print(f"  proof      {len(data) / 1024:.1f} KiB:")
