@@ -33,10 +33,12 @@ values at the out-of-domain point. Example::
 from __future__ import annotations
 
 import abc
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -134,6 +136,13 @@ class AIR(eqx.Module):
 
     width: int = eqx.field(static=True, default=0)
 
+    MAX_WIDTH = 1 << 16
+
+    def __check_init__(self) -> None:
+        w = self.width
+        if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or not 1 <= w <= self.MAX_WIDTH:
+            raise ValueError(f"{type(self).__name__}.width must be an int in [1, {self.MAX_WIDTH}], got {w!r:.40}")
+
     @property
     def name(self) -> str:
         return type(self).__name__
@@ -220,9 +229,11 @@ class AIR(eqx.Module):
 
     def fingerprint(self) -> str:
         """A string binding the AIR's identity into the transcript and the proof: name, width,
-        degrees, and a digest of its boundary positions (and constant values), periodic columns,
-        public-input count, row-locality and interactions (bus, kind, tuple length, degrees).
-        (The constraint function itself is code; the verifier evaluates its own copy.)"""
+        degrees, and a digest of its fields (every dataclass field, canonically encoded, so a
+        statement's parameters are fixed before any challenge is drawn), boundary positions (and
+        constant values), periodic columns, public-input count, row-locality and interactions
+        (bus, kind, tuple length, degrees). (The constraint function itself is code; the verifier
+        evaluates its own copy.)"""
         boundary = [
             (col, row, int(v) if isinstance(v, (int, np.integer)) else "public")
             for col, row, v in self.boundary([Val.const(0)] * self.num_public_inputs)
@@ -230,6 +241,20 @@ class AIR(eqx.Module):
         from jaxstark.logup import signature
 
         periodic = [col.tolist() for col in self.periodic_arrays()]
-        extra = repr((boundary, periodic, self.num_public_inputs, self.row_local, signature(self))).encode()
+        fields = [(f.name, _canonical(getattr(self, f.name))) for f in dataclasses.fields(self)]
+        extra = repr((fields, boundary, periodic, self.num_public_inputs, self.row_local, signature(self))).encode()
         digest = hashlib.sha256(extra).hexdigest()[:16]
         return f"{self.name}/w{self.width}/d{','.join(map(str, self.constraint_degrees()))}/{digest}"
+
+
+def _canonical(value) -> str:
+    """An injective text for a field value: plain data as its repr, sequences item by item,
+    arrays by dtype, shape and a digest of their bytes, anything else by type and repr."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, (tuple, list)):
+        return f"{type(value).__name__}[{','.join(_canonical(v) for v in value)}]"
+    if isinstance(value, (np.ndarray, np.generic, jax.Array)):
+        a = np.asarray(value)
+        return f"array:{a.dtype.str}:{a.shape}:{hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()}"
+    return f"{type(value).__module__}.{type(value).__qualname__}:{value!r}"

@@ -103,14 +103,17 @@ class StarkConfig(eqx.Module):
         query = self.num_queries * math.log2(self.blowup) + self.grinding_bits
         return min(query, FIELD_CAP_BITS)
 
-    def proven_security_bits(self, log_n: int) -> float:
+    def proven_security_bits(self, log_n: int, batched: int = 1) -> float:
         """Proven soundness in bits for a trace of ``2^log_n`` rows, in the Johnson regime of FRI
         (ethSTARK documentation, eprint 2021/582, Theorem 2, with the proximity gaps of Ben-Sasson,
         Carmon, Ishai, Kopparty and Saraf, eprint 2020/654). With rate ``rho = 1/blowup``, LDE
         domain ``D`` of ``2^(log_n + log2 blowup)`` points, the extension field ``F`` (``|F| ~
-        2^192``), ``k`` FRI folds and any ``m >= 3``:
+        2^192``), ``k`` binary FRI folds (arities summing to ``2k``), ``t = batched`` functions
+        combined into the DEEP word with powers of one challenge (the correlated-agreement
+        factor ``t - 1`` of BCIKS20 for curves, at least 1) and any ``m >= 3``:
 
-            eps_commit = (m + 1/2)^7 / (3 rho^(3/2)) * |D|^2 / |F|  +  (2m + 1)(|D| + 1) k / (sqrt(rho) |F|)
+            eps_commit = max(t - 1, 1) (m + 1/2)^7 / (3 rho^(3/2)) * |D|^2 / |F|
+                         + (2m + 1)(|D| + 1) 2k / (sqrt(rho) |F|)
             eps_query  = (sqrt(rho) (1 + 1/(2m)))^num_queries * 2^-grinding_bits
             bits       = min(-log2(eps_commit + eps_query) maximised over m in [3, 4096], 128).
 
@@ -122,13 +125,18 @@ class StarkConfig(eqx.Module):
         figure published soundness calculators give for those parameters."""
         if isinstance(log_n, bool) or not isinstance(log_n, int) or not 1 <= log_n <= 31:
             raise ValueError(f"proven_security_bits: log_n must be an int in [1, 31], got {log_n!r}")
+        if isinstance(batched, bool) or not isinstance(batched, int) or batched < 1:
+            raise ValueError(f"proven_security_bits: batched must be a positive int, got {batched!r}")
         rho = 1.0 / self.blowup
         log_d = log_n + self.log_blowup
         folds = max(0, log_n - (self.fri_final_degree.bit_length() - 1))
         best = 0.0
         for m in range(3, 4097):
-            log_c1 = 7 * math.log2(m + 0.5) - math.log2(3) - 1.5 * math.log2(rho) + 2 * log_d - LOG2_FIELD
-            log_c2 = math.log2((2 * m + 1) * ((1 << log_d) + 1) * max(folds, 1)) - 0.5 * math.log2(rho) - LOG2_FIELD
+            log_c1 = (
+                math.log2(max(batched - 1, 1)) + 7 * math.log2(m + 0.5) - math.log2(3) - 1.5 * math.log2(rho)
+                + 2 * log_d - LOG2_FIELD
+            )  # fmt: skip
+            log_c2 = math.log2((2 * m + 1) * ((1 << log_d) + 1) * 2 * max(folds, 1)) - 0.5 * math.log2(rho) - LOG2_FIELD
             log_q = self.num_queries * math.log2(math.sqrt(rho) * (1 + 1 / (2 * m))) - self.grinding_bits
             total = 2.0**log_c1 + 2.0**log_c2 + 2.0**log_q
             best = max(best, -math.log2(total))

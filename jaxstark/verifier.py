@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import math
 from collections.abc import Sequence
 
 import jax
@@ -41,7 +42,7 @@ from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
 from jaxstark.field.host import HostVal
 from jaxstark.lde import DEFAULT_OFFSET
-from jaxstark.logup import AuxFrame, check_bus_arity
+from jaxstark.logup import AuxFrame, aux_degrees, check_bus_arity
 from jaxstark.merkle import _verify as _verify_paths_core
 from jaxstark.ntt import intt
 from jaxstark.poly import _evaluate
@@ -63,7 +64,10 @@ def _reject(code: str, message: str):
 
 
 def _expect(name: str, value, shape: tuple, dtype) -> np.ndarray:
-    a = np.asarray(value)
+    try:
+        a = np.asarray(value)
+    except Exception as exc:  # noqa: BLE001 -- a proof built in Python may hold anything
+        _reject("malformed", f"{name} is not an array ({type(exc).__name__}: {str(exc)[:100]})")
     if a.dtype != dtype or a.shape != shape:
         _reject("malformed", f"{name} has {a.dtype}{a.shape}, expected {np.dtype(dtype)}{shape}")
     if dtype == np.uint64 and a.size and int(a.max()) >= P:
@@ -145,11 +149,13 @@ def _checked_verify(air, proof, public_inputs, config, log_n, log, min_security_
     if not isinstance(config, StarkConfig):
         raise TypeError(f"verify: config must be a StarkConfig, got {type(config).__name__}")
     if min_security_bits is not None and (
-        isinstance(min_security_bits, bool) or not isinstance(min_security_bits, (int, float))
+        isinstance(min_security_bits, bool)
+        or not isinstance(min_security_bits, (int, float))
+        or not math.isfinite(min_security_bits)
     ):
-        raise TypeError(f"verify: min_security_bits must be a number of bits or None, got {min_security_bits!r}")
+        raise TypeError(f"verify: min_security_bits must be a finite number of bits or None, got {min_security_bits!r}")
     statement = _statement(air, public_inputs, log_n)
-    check_bus_arity([a for a, _, _ in statement])
+    _check_statement([a for a, _, _ in statement])
     if min_security_bits is not None and config.security_bits() < min_security_bits:
         _reject(
             "security",
@@ -170,6 +176,21 @@ def _checked_verify(air, proof, public_inputs, config, log_n, log, min_security_
     return True
 
 
+def _check_statement(airs: list[AIR]) -> None:
+    """The caller's AIRs work (their fingerprint, layout and degrees evaluate) and their buses
+    carry tuples of one length; a ValueError names the table otherwise -- a fault of the
+    statement, not of the proof, so it is never reported as a rejection."""
+    for i, air in enumerate(airs):
+        try:
+            air.fingerprint(), air.constraint_degrees(), air.max_degree, aux_degrees(air)
+        except Exception as exc:  # noqa: BLE001 -- the statement's own AIR may fail in any way
+            raise ValueError(
+                f"verify: statement table {i} ({type(air).__name__}) is not a usable AIR: {type(exc).__name__}: "
+                f"{str(exc)[:300]}"
+            ) from None
+    check_bus_arity(airs)
+
+
 def _entries(where: str, entries) -> list[tuple[str, str, str, np.ndarray]]:
     return [(where, e.label, e.kind, np.asarray(e.value)) for e in entries]
 
@@ -184,7 +205,7 @@ def _verify(statement, proof: Proof, config: StarkConfig, log: list | None = Non
     if len(layout) != len(statement):
         _reject("tables", f"the proof has {len(layout)} table(s), the statement {len(statement)}")
     want = sum(1 << k for k in layout)
-    if not isinstance(proof.tables, tuple) or len(proof.tables) != want:
+    if len(proof.tables) != want:
         _reject("tables", f"the proof has {len(proof.tables)} table proofs; its chunk layout needs {want}")
     us = [Unit(t, j, 0, split=bool(layout[t])) for t, j in slots(layout)]  # heights: from the table proofs
     for t, ((air, _, _), k) in enumerate(zip(statement, layout, strict=True)):
@@ -286,8 +307,8 @@ def _check_table(t: int | str, air: AIR, public_inputs, pin, table: TableProof, 
     ``(log_n, public, arrays)``."""
     where = f"table {t} ({air.name}): "
     log_n = _table_height(where, table, config)
-    if not isinstance(table.air_id, str) or table.air_id != air.fingerprint():
-        _reject("wrong-air", f"{where}the proof is for AIR '{table.air_id}', not '{air.fingerprint()}'")
+    if type(table.air_id) is not str or table.air_id != air.fingerprint():
+        _reject("wrong-air", f"{where}the proof is for AIR {str(table.air_id)[:200]!r}, not '{air.fingerprint()}'")
     try:
         public = public_array(air, public_inputs)
     except ValueError as exc:

@@ -326,6 +326,18 @@ def rows_of_the_wrong_rank():
     return verify_fib(with_table(p, trace_rows=np.asarray(p.tables[0].trace_rows).reshape(-1)))
 
 
+class _Hostile:
+    """An object that fails when numpy reads it."""
+
+    def __array__(self, *args, **kwargs):
+        raise ZeroDivisionError("not today")
+
+
+@attack("malformed", "is not an array (ZeroDivisionError")
+def rows_that_fail_to_convert():
+    return verify_fib(with_table(fib_proof(), trace_rows=_Hostile()))
+
+
 @attack("malformed", "non-canonical field element")
 def non_canonical_row_value():
     p = fib_proof()

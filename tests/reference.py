@@ -90,13 +90,15 @@ def poseidon2_bytes(data: bytes) -> bytes:
     return poseidon2_sponge(elems, 1)
 
 
-POSEIDON2_NODE_CAPACITY = [0, 0, 2, 0]  # state[8:12] of a node: state[9] = 2 (rows 0, bytes 1)
+POSEIDON2_NODE_STATE = {9: 2}  # a node: state[9] = 2 (rows 0, bytes 1), the rest of the capacity 0
 
 
 def poseidon2_compress(left: bytes, right: bytes) -> bytes:
-    """A Poseidon2 Merkle node: ``permute(left || right || (0, 0, 2, 0))[0:4]``, the digest words
+    """A Poseidon2 Merkle node: ``permute(left || right || (0, 2, 0, 0))[0:4]``, the digest words
     reduced mod p."""
-    state = [v % P for v in _elements(left + right)] + POSEIDON2_NODE_CAPACITY
+    state = [v % P for v in _elements(left + right)] + [0, 0, 0, 0]
+    for i, v in POSEIDON2_NODE_STATE.items():
+        state[i] = v
     return b"".join(v.to_bytes(8, "little") for v in _poseidon2_permute(state)[:4])
 
 

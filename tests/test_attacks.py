@@ -6,6 +6,7 @@ import ast
 import contextlib
 from pathlib import Path
 
+import equinox as eqx
 import jax
 import numpy as np
 import pytest
@@ -48,6 +49,40 @@ def test_a_bus_with_tuples_of_two_lengths_is_refused_by_both_sides():
     with pytest.raises(ValueError, match="tuples of different lengths"):
         js.prove([(attacks.Pairs(), np.zeros((16, 1), np.uint64)), (js.examples.RangeTable(bits=4),
                   np.zeros((16, 2), np.uint64))], config=attacks.CFG)  # fmt: skip
+
+
+class Scaled(js.AIR):
+    """x[i+1] = a * x[i]: a field that changes the constraint."""
+
+    width: int = eqx.field(static=True, default=1)
+    a: int = eqx.field(static=True, default=2)
+    table: tuple = eqx.field(static=True, default=(1, 2))
+
+    def constraint_degrees(self):
+        return (1,)
+
+    def transition(self, cur, nxt, periodic, public):
+        return [nxt[0] - self.a * cur[0]]
+
+
+def test_an_airs_fields_are_bound_into_its_fingerprint():
+    """The fingerprint goes into the transcript first: a prover cannot choose an AIR's
+    parameters after seeing the challenges."""
+    prints = {Scaled(a=a, table=t).fingerprint() for a in (2, 3) for t in ((1, 2), (1, 2, 0), ("1", 2))}
+    assert len(prints) == 6
+    assert Scaled(a=2).fingerprint() == Scaled(a=2).fingerprint()
+
+
+class Broken(attacks.Bytes):
+    def interactions(self):
+        return [js.Interaction.send("range", lambda row: [row[3]])]  # a column the table does not have
+
+
+def test_a_statement_whose_air_fails_is_a_statement_error_not_a_rejection():
+    with pytest.raises(ValueError, match=r"statement table 0 \(Broken\) is not a usable AIR: IndexError"):
+        attacks.verify_bus(attacks.bus_proof(), [Broken(), js.examples.RangeTable(bits=4)])
+    with pytest.raises(TypeError, match="finite"):
+        attacks.verify_fib(attacks.fib_proof(), min_security_bits=float("nan"))
 
 
 def check_sites(tree: ast.Module) -> list[ast.Call]:

@@ -121,7 +121,10 @@ def test_prove_shows_progress_writes_files_and_verify_accepts(tmp_path):
     ok = jaxstark("verify", str(tmp_path / "alu.proof"), "--min-security-bits", "0")
     assert ok.returncode == 0, ok.stderr
     assert "verified: OK" in ok.stdout
-    assert "table 0: jaxstark.examples.alu:Alu (Alu/w13/" in ok.stdout and "at 2^8 rows in 4 row chunks" in ok.stdout
+    assert (
+        "table 0: jaxstark.examples.alu:Alu(width=13, bus=False) (Alu/w13/" in ok.stdout
+        and "at 2^8 rows in 4 row chunks" in ok.stdout
+    )
     assert "blowup 2, 8 queries, 2 grinding bits" in ok.stdout and "10 bits conjectured (floor 0)" in ok.stdout
 
     data = bytearray((tmp_path / "alu.proof").read_bytes())
@@ -183,16 +186,22 @@ def _statement(tmp_path, air: str, fields=None) -> Path:
         ("jaxstark:AIR", {}, "not a jaxstark.AIR subclass"),
         ("jaxstark.examples:Fibonacci", {"width": [2]}, "not plain data"),
         ("jaxstark.examples:Fibonacci", {"__class__": 1}, "not a field of Fibonacci"),
-        ("jaxstark.examples:__builtins__", {}, "has no public '__builtins__'"),
+        ("jaxstark.examples:__builtins__", {}, "one public name"),
+        ("jaxstark.cli.common:np.f2py", {}, "one public name"),
+        ("jaxstark.examples.machine:RangeTable", {"bits": -1}, "RangeTable.bits must be an int in [1, 30]"),
+        ("jaxstark.examples:WideRounds", {"width": 10**9}, "width must be an int in [1, 65536]"),
+        ("jaxstark.examples:WideRounds", {"width": 10**30}, "out of bounds"),
         ("os.path:join; rm", {}, "must be MODULE:CLASS"),
     ],
 )
 def test_a_statement_file_runs_nothing_it_names(tmp_path, air, fields, message, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _statement(tmp_path, air, fields)
+    before = set(sys.modules)
     assert main(["verify", str(tmp_path / "p.proof")]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "MARKER").exists()
+    assert not {m for m in set(sys.modules) - before if not m.startswith("jaxstark")}  # nothing else imported
 
 
 def test_a_statement_file_may_name_airs_of_trusted_modules(tmp_path, capsys, monkeypatch):

@@ -173,7 +173,7 @@ def test_leaf_in_an_interpreted_pallas_kernel_matches_the_jnp_hash(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_compress_as_plain_jnp_and_in_a_pallas_kernel_matches_the_jnp_hash(name):
     """The node rule (Keccak-256 of ``left || right || 0x01``; Poseidon2 with capacity
-    ``(0, 0, 2, 0)``): the jnp oracle is first held to the public reference lane by lane."""
+    ``(0, 2, 0, 0)``): the jnp oracle is first held to the public reference lane by lane."""
     h = KERNEL_HASHES[name]
     left, right = _words(LANES), _words(LANES)
     want = _oracle_compress(name, left, right)

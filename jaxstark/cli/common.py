@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 import importlib
 import json
+import math
 import os
 import re
 import sys
@@ -201,11 +202,22 @@ def check_trusted(module: str, trusted: tuple[str, ...], where: str) -> None:
         )
 
 
-def air_class(spec: str, where: str):
-    """The class ``spec`` names, checked to be a subclass of :class:`jaxstark.AIR` (nothing called)."""
-    obj = resolve(spec, where)
+def air_class(spec: str, where: str, trusted: tuple[str, ...]):
+    """The class ``module:Name`` names, checked to be a subclass of :class:`jaxstark.AIR`
+    defined in a trusted module. ``Name`` is one identifier looked up in the module's namespace
+    (no attribute walking: a module's ``__getattr__`` or a property could run code); nothing
+    but the import of ``module`` runs."""
+    module, name = _split(spec, where)
+    if "." in name or name.startswith("_"):
+        raise CliError(f"{where} {spec}: a statement file names a class as MODULE:Class (one public name)")
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:
+        raise CliError(f"{where} {spec}: cannot import {module!r} ({exc})") from None
+    obj = vars(mod).get(name)
     if not isinstance(obj, type) or not issubclass(obj, AIR) or obj is AIR:
         raise CliError(f"{where} {spec}: is a {type(obj).__name__}, not a jaxstark.AIR subclass")
+    check_trusted(obj.__module__, trusted, f"{where} {spec} (defined in {obj.__module__!r})")
     return obj
 
 
@@ -217,6 +229,10 @@ def construct(cls, spec: str, where: str, fields: dict) -> AIR:
             raise CliError(f"{where} {spec}: {name!r} is not a field of {cls.__name__} (fields: {sorted(known)})")
         if not isinstance(value, (bool, int, float, str, type(None))):
             raise CliError(f"{where} {spec}: field {name!r} is a {type(value).__name__}, not plain data")
+        if isinstance(value, int) and not -(2**64) < value < 2**64 or isinstance(value, str) and len(value) > 256:
+            raise CliError(f"{where} {spec}: field {name!r} is out of bounds (ints below 2^64, strings of 256)")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise CliError(f"{where} {spec}: field {name!r} is not a finite number")
     try:
         air = cls(**fields)
     except Exception as exc:  # noqa: BLE001 -- the AIR's constructor may raise anything
@@ -235,7 +251,7 @@ def statement_air(spec: str, where: str, fields: dict, trusted: tuple[str, ...])
         raise CliError(f"{where}: the AIR's fields must be an object, got {type(fields).__name__}")
     module, _ = _split(spec, where)
     check_trusted(module, trusted, where)
-    return construct(air_class(spec, where), spec, where, fields)
+    return construct(air_class(spec, where, trusted), spec, where, fields)
 
 
 def load_air(spec: str, where: str = "--air") -> AIR:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 import warnings
@@ -32,6 +33,7 @@ from jaxstark.examples import TABLE_EXAMPLES, example_tables
 from jaxstark.hash import HASHES
 from jaxstark.memory.plan import _size
 from jaxstark.progress import RoundTimes, TerminalProgress, combine
+from jaxstark.rounds.r4_deep_fri import num_deep_terms
 
 PROVE_HELP = """Prove a statement: an example (--example, --log-rows) or your own AIRs with their
 traces (--air MODULE:CLASS --trace FILE.npy [--public A,B]; repeat the three for several tables
@@ -199,9 +201,11 @@ def run_verify(args, ap) -> int:
     for t, (air, log_n, public) in enumerate(zip(airs, heights, publics, strict=True)):
         split = f" in {1 << proof.layout[t]} row chunks" if proof.layout[t] else ""
         shown = ", ".join(str(v) for v in public) if public else "none"
-        cls = f"{type(air).__module__}:{type(air).__qualname__}"
+        fields = ", ".join(f"{f.name}={getattr(air, f.name)!r}" for f in dataclasses.fields(air))
+        cls = f"{type(air).__module__}:{type(air).__qualname__}({fields})"
         print(f"  table {t}: {cls} ({air.fingerprint()}) at 2^{log_n} rows{split}; public inputs: {shown}")
-    proven = min(config.proven_security_bits(h) for h in heights)
+    batched = [num_deep_terms(a.width, a.composition_parts, a.num_aux_columns) for a in airs]
+    proven = min(config.proven_security_bits(h, t) for h, t in zip(heights, batched, strict=True))
     print(
         f"  parameters: blowup {config.blowup}, {config.num_queries} queries, {config.grinding_bits} grinding bits, "
         f"FRI final degree {config.fri_final_degree}, hash {config.hash}"

@@ -37,6 +37,10 @@ class Program(AIR):
 
     width: int = eqx.field(static=True, default=6)
 
+    def __check_init__(self):
+        if self.width != 6:
+            raise ValueError(f"Program has exactly 6 columns, got width={self.width!r:.40}")
+
     @property
     def row_local(self) -> bool:
         return True
@@ -57,6 +61,12 @@ class RangeTable(AIR):
 
     width: int = eqx.field(static=True, default=2)
     bits: int = eqx.field(static=True, default=8)
+
+    def __check_init__(self):
+        if self.width != 2:
+            raise ValueError(f"RangeTable has exactly 2 columns, got width={self.width!r:.40}")
+        if isinstance(self.bits, bool) or not isinstance(self.bits, int) or not 1 <= self.bits <= 30:
+            raise ValueError(f"RangeTable.bits must be an int in [1, 30], got {self.bits!r:.40}")
 
     def constraint_degrees(self) -> tuple[int, ...]:
         return (1,)

@@ -35,8 +35,8 @@ class ShapeTable(AIR):
     def __check_init__(self):
         if not isinstance(self.width, int) or self.width < 1:
             raise ValueError(f"ShapeTable.width must be a positive int, got {self.width!r}")
-        if not isinstance(self.aux_columns, int) or self.aux_columns < 0:
-            raise ValueError(f"ShapeTable.aux_columns must be a non-negative int, got {self.aux_columns!r}")
+        if not isinstance(self.aux_columns, int) or not 0 <= self.aux_columns <= 1 << 12:
+            raise ValueError(f"ShapeTable.aux_columns must be an int in [0, 4096], got {self.aux_columns!r:.40}")
         if self.degree not in (1, 2, 3, 4, 5):
             raise ValueError(f"ShapeTable.degree must be 1 ... 5, got {self.degree!r}")
         if not isinstance(self.local, bool):

@@ -19,7 +19,7 @@ coordinates in order. For BLAKE3 and Keccak-256 the leaf digest is the plain has
 * BLAKE3: the keyed hash of the 64 bytes ``left || right`` under the fixed key
   ``NODE_KEY = blake3(b"jaxstark merkle node")`` (:data:`jaxstark.hash.blake3.NODE_KEY`);
 * Keccak-256: the hash of the 65 bytes ``left || right || 0x01``;
-* Poseidon2: ``permute(left || right || (0, 0, 2, 0))[0:4]`` -- capacity word ``state[9] = 2``,
+* Poseidon2: ``permute(left || right || (0, 2, 0, 0))[0:4]`` -- capacity word ``state[9] = 2``,
   where the sponge has 0 (rows) or 1 (byte messages).
 
 Why: with the plain hash for both, a row of 8 field elements (64 bytes) would hash exactly like
@@ -53,7 +53,7 @@ __all__ = ["Hash", "Blake3Hash", "Keccak256Hash", "Poseidon2Hash", "HASHES", "ge
 DIGEST_BYTES = 32
 KECCAK_NODE_TAG = 0x01  # the byte after left || right in a Keccak-256 node
 POSEIDON2_NODE_KIND = 2  # state[9] of a Poseidon2 node (the sponge: 0 for rows, 1 for bytes)
-POSEIDON2_NODE_CAPACITY = np.array([0, 0, POSEIDON2_NODE_KIND, 0], np.uint64)  # state[8:12] of a node
+POSEIDON2_NODE_CAPACITY = np.array([0, POSEIDON2_NODE_KIND, 0, 0], np.uint64)  # state[8:12] of a node
 
 
 class Hash(abc.ABC):
@@ -166,7 +166,7 @@ class Poseidon2Hash(Hash):
       overwrites ``state[0:8]`` and is followed by a permutation; the digest is ``state[0:4]``.
     * Byte messages become elements 7 bytes at a time (little-endian, each < 2^56 < p) after
       appending the byte ``0x01``.
-    * Nodes: ``permute(left || right || (0, 0, 2, 0))[0:4]`` where a digest is 4 elements: the
+    * Nodes: ``permute(left || right || (0, 2, 0, 0))[0:4]`` where a digest is 4 elements: the
       capacity word ``state[9] = 2`` marks a node, where a sponge starts with 0 (rows) or 1
       (byte messages).
     * A digest's 32 bytes are its 4 elements, 8 little-endian bytes each. Digests that are not 4

@@ -2,7 +2,7 @@
 Pallas Merkle kernels.
 
 The same digests as :class:`jaxstark.hash.interface.Poseidon2Hash` (``hash_rows``, and
-``compress``, whose capacity ``(0, 0, 2, 0)`` marks a node), bit for bit, but on 12 separate
+``compress``, whose capacity ``(0, 2, 0, 0)`` marks a node), bit for bit, but on 12 separate
 ``uint64`` state vectors instead of one ``(..., 12)`` array: no gathers, stacks, reshapes or
 concatenations, only ``+``, ``*``, shifts, bitwise ops, comparisons, ``jnp.where``, casts and
 ``lax.fori_loop`` -- the subset a Pallas kernel (Triton backend) lowers, which also runs as
@@ -245,7 +245,7 @@ class Poseidon2KernelHash:
     ``leaf(load, width)`` is the sponge of :class:`~jaxstark.hash.interface.Poseidon2Hash` over
     a row of ``width`` canonical elements (state ``[0]*8 + [width, 0, 0, 0]``; each 8-element
     chunk, the last zero-padded, overwrites ``state[0:8]`` before a permutation);
-    ``compress(left, right)`` is ``permute(left || right || (0, 0, 2, 0))[0:4]`` after reducing
+    ``compress(left, right)`` is ``permute(left || right || (0, 2, 0, 0))[0:4]`` after reducing
     the digest words mod p. Frozen and hashable, so an instance can be a static argument."""
 
     unroll: bool | str = False
@@ -286,7 +286,7 @@ class Poseidon2KernelHash:
         return state[0], state[1], state[2], state[3]
 
     def compress(self, left: Digest, right: Digest) -> Digest:
-        """``permute(left || right || (0, 0, 2, 0))[0:4]``, the words first reduced mod p
+        """``permute(left || right || (0, 2, 0, 0))[0:4]``, the words first reduced mod p
         (``state[9] = 2`` marks a node)."""
         if len(left) != 4 or len(right) != 4:
             raise ValueError("poseidon2 compress: a digest is four uint64 element vectors")
