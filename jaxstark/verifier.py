@@ -54,7 +54,7 @@ from jaxstark.rounds.r2_composition import combine_constraints, num_constraints
 from jaxstark.rounds.r3_ood import OutOfDomain, absorb_ood
 from jaxstark.rounds.r4_deep_fri import deep_combine, fold_pair, fri_num_layers, num_deep_terms
 
-__all__ = ["verify", "annotated_transcript"]
+__all__ = ["verify", "annotated_transcript", "constraints_at"]
 
 P = gl.P
 
@@ -484,12 +484,12 @@ def _host(a) -> list[HostVal]:
     return [HostVal(x) for x in np.asarray(a).reshape(-1, 3).tolist()]
 
 
-def _check_ood(air: AIR, ood: OutOfDomain, alphas, public, log_n: int, challenges, sums) -> None:
-    """Section 2': the AIR's constraints at ``z`` (evaluated with Python integers: a few scalar
-    operations per constraint) against the composition parts' claimed values."""
+def constraints_at(air: AIR, log_n: int, ood: OutOfDomain, alphas, public, challenges, sums) -> HostVal:
+    """The AIR's constraints (main and aux) at ``ood.z`` from the claimed values there, divided by
+    their zerofiers and combined with ``alphas`` -- what ``sum_j z^(jn) H_j(z)`` must equal --
+    evaluated with Python integers (a few scalar operations per constraint)."""
     n = 1 << log_n
     (z,) = _host(ood.z)
-    cur, nxt = _host(ood.trace_z), _host(ood.trace_zg)
     periodic = []
     for col in air.periodic_arrays():
         coeffs = np.asarray(intt(jnp.asarray(col)[:, None]))[:, 0].tolist()
@@ -498,12 +498,21 @@ def _check_ood(air: AIR, ood: OutOfDomain, alphas, public, log_n: int, challenge
             value = value * y + coeff
         periodic.append(value)
     pub = [HostVal(int(v)) for v in np.asarray(public).tolist()]
-    zn = z**n
     aux = None
     if air.num_aux_columns:
         beta, gamma = _host(challenges)
         aux = AuxFrame(_host(ood.aux_z), _host(ood.aux_zg), beta, gamma, _host(sums))
-    acc = combine_constraints(air, log_n, z, (zn - 1).inv(), HostVal.inv, cur, nxt, periodic, pub, _host(alphas), aux)
+    cur, nxt = _host(ood.trace_z), _host(ood.trace_zg)
+    inv_zerofier = (z**n - 1).inv()
+    return combine_constraints(air, log_n, z, inv_zerofier, HostVal.inv, cur, nxt, periodic, pub, _host(alphas), aux)
+
+
+def _check_ood(air: AIR, ood: OutOfDomain, alphas, public, log_n: int, challenges, sums) -> None:
+    """Section 2': the AIR's constraints at ``z`` (evaluated with Python integers: a few scalar
+    operations per constraint) against the composition parts' claimed values."""
+    (z,) = _host(ood.z)
+    acc = constraints_at(air, log_n, ood, alphas, public, challenges, sums)
+    zn = z ** (1 << log_n)
     total, zpow = HostVal(0), HostVal(1)  # sum_j z^(j n) H_j(z)
     for part in _host(ood.parts_z):
         total, zpow = total + zpow * part, zpow * zn

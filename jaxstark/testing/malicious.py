@@ -42,16 +42,15 @@ from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
 from jaxstark.field.host import HostVal
 from jaxstark.lde import _coset_interpolate
-from jaxstark.logup import AuxFrame
 from jaxstark.merkle import _build
-from jaxstark.ntt import _make_tables, intt
+from jaxstark.ntt import _make_tables
 from jaxstark.poly import _evaluate
 from jaxstark.proof import Proof
 from jaxstark.prover import _table_proof, fork_table, initial_transcript, public_array
 from jaxstark.rounds.domain import make_domain
 from jaxstark.rounds.r1_aux_commit import aux_commit, logup_challenges
 from jaxstark.rounds.r1_trace_commit import trace_commit
-from jaxstark.rounds.r2_composition import combine_constraints, composition, num_constraints
+from jaxstark.rounds.r2_composition import composition, num_constraints
 from jaxstark.rounds.r3_ood import OutOfDomain, absorb_ood
 from jaxstark.rounds.r4_deep_fri import (
     FriCommitment,
@@ -63,6 +62,7 @@ from jaxstark.rounds.r4_deep_fri import (
     num_deep_terms,
 )
 from jaxstark.rounds.r5_queries import queries
+from jaxstark.verifier import _host, constraints_at
 
 __all__ = ["prove", "consistent_claims"]
 
@@ -200,10 +200,6 @@ def _table(air, public, config, domain, r1, aux, challenges, tr, ood, z, layer, 
     return _table_proof(air, log_n, fields)
 
 
-def _host(a) -> list[HostVal]:
-    return [HostVal(x) for x in np.asarray(a).reshape(-1, 3).tolist()]
-
-
 def consistent_claims(values: dict, context: dict, seed: int = 1) -> dict:
     """An ``ood`` replacement for :func:`prove`: random ``T(z), T(zw)`` and aux values, and
     ``H_0(z)`` solved so that the AIR's constraints at ``z`` combine (with the composition
@@ -215,23 +211,11 @@ def consistent_claims(values: dict, context: dict, seed: int = 1) -> dict:
     out = dict(values)
     for key in ("trace_z", "trace_zg", "aux_z", "aux_zg"):
         out[key] = rng.integers(0, P, size=np.shape(values[key]), dtype=np.uint64)
-    n = 1 << log_n
     (z,) = _host(values["z"])
-    periodic = []
-    for col in air.periodic_arrays():
-        coeffs = np.asarray(intt(jnp.asarray(col)[:, None]))[:, 0].tolist()
-        y, value = z ** (n // len(col)), HostVal(0)
-        for c in reversed(coeffs):
-            value = value * y + c
-        periodic.append(value)
-    pub = [HostVal(int(v)) for v in np.asarray(public).tolist()]
-    zn = z**n
-    aux = None
-    if air.num_aux_columns:
-        beta, gamma = _host(challenges)
-        aux = AuxFrame(_host(out["aux_z"]), _host(out["aux_zg"]), beta, gamma, _host(sums))
-    acc = combine_constraints(air, log_n, z, (zn - 1).inv(), HostVal.inv, _host(out["trace_z"]),
-                              _host(out["trace_zg"]), periodic, pub, _host(alphas), aux)  # fmt: skip
+    zn = z ** (1 << log_n)
+    names = ("z", "trace_z", "trace_zg", "parts_z", "aux_z", "aux_zg")
+    claims = OutOfDomain(*(np.asarray(out[k], np.uint64) for k in names))
+    acc = constraints_at(air, log_n, claims, alphas, public, challenges, sums)
     parts = _host(values["parts_z"])
     rest, zpow = HostVal(0), zn
     for part in parts[1:]:
