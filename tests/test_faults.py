@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import equinox as eqx
 import numpy as np
 import pytest
 
@@ -19,28 +18,10 @@ import jaxstark as js
 from jaxstark.examples.machine import RangeTable
 from jaxstark.memory.executor import FALLBACK_ENV
 from jaxstark.testing import faults
+from tests.attacks import Bytes  # one column sent to the "range" bus
 
 ROOT = Path(__file__).resolve().parents[1]
 HASHES = ("blake3", "keccak256", "poseidon2")
-
-
-class Bytes(js.AIR):
-    """One column of values below 8, sent to the "range" bus."""
-
-    width: int = eqx.field(static=True, default=1)
-
-    @property
-    def row_local(self) -> bool:
-        return True
-
-    def constraint_degrees(self):
-        return ()
-
-    def transition(self, cur, nxt, periodic, public):
-        return []
-
-    def interactions(self):
-        return [js.Interaction.send("range", lambda row: [row[0]])]
 
 
 def statement():
