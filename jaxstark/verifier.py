@@ -214,18 +214,21 @@ def _verify(statement, proof: Proof, config: StarkConfig, log: list | None = Non
                 check_chunkable(air, f"table {t}")
             except ValueError as exc:
                 _reject("chunks", str(exc))
+    unit_heights = [
+        _table_height(f"table {u.table}{u.words} ({statement[u.table][0].name}): ", table, config)
+        for u, table in zip(us, proof.tables, strict=True)
+    ]
     heights_of = collections.defaultdict(set)
-    for u, table in zip(us, proof.tables, strict=True):
-        where = f"table {u.table}{u.words} ({statement[u.table][0].name}): "
-        heights_of[u.table].add(_table_height(where, table, config))
+    for u, log_n in zip(us, unit_heights, strict=True):
+        heights_of[u.table].add(log_n)
     for t, heights in heights_of.items():
         if len(heights) != 1:
             _reject("chunks", f"table {t}: the chunks have different heights {sorted(heights)}")
     checked = []
-    for u, table in zip(us, proof.tables, strict=True):
+    for u, table, log_n in zip(us, proof.tables, unit_heights, strict=True):
         air, pub, pin = statement[u.table]
         pin = None if pin is None else pin - layout[u.table]
-        checked.append(_check_table(f"{u.table}{u.words}", air, pub, pin, table, config))
+        checked.append(_check_table(f"{u.table}{u.words}", air, pub, pin, table, log_n, config))
     unit_airs = tuple(statement[u.table][0] for u in us)
     for bus, total in bus_balance(unit_airs, [arrays["bus_sums"] for _, _, arrays in checked]).items():
         if any(total):
@@ -302,11 +305,11 @@ def _table_height(where: str, table: TableProof, config: StarkConfig) -> int:
     return log_n
 
 
-def _check_table(t: int | str, air: AIR, public_inputs, pin, table: TableProof, config: StarkConfig):
-    """Section 0 for one table: identity, height, and every array's shape; returns
+def _check_table(t: int | str, air: AIR, public_inputs, pin, table: TableProof, log_n: int, config: StarkConfig):
+    """Section 0 for one table (its height ``log_n`` already checked by :func:`_table_height`):
+    identity, height, and every array's shape; returns
     ``(log_n, public, arrays)``."""
     where = f"table {t} ({air.name}): "
-    log_n = _table_height(where, table, config)
     if type(table.air_id) is not str or table.air_id != air.fingerprint():
         _reject("wrong-air", f"{where}the proof is for AIR {str(table.air_id)[:200]!r}, not '{air.fingerprint()}'")
     try:
