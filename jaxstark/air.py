@@ -39,95 +39,16 @@ from collections.abc import Sequence
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxstark.errors import ShapeError
-from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
+from jaxstark.field.val import Val
+from jaxstark.logup import aux_degrees, signature
 
-__all__ = ["AIR", "Val"]
+__all__ = ["AIR", "Val"]  # Val: jaxstark.field.val
 
 P = gl.P
-
-
-class Val:
-    """A field value (or a batch of them) in constraint code: base (``uint64[...]``) or
-    extension (``uint64[..., 3]``). Arithmetic with Python ints and mixing base with extension
-    work as expected; results are exact field operations."""
-
-    __slots__ = ("v", "is_ext")
-
-    def __init__(self, v, is_ext: bool = False):
-        self.v = v
-        self.is_ext = is_ext
-
-    @staticmethod
-    def const(c: int) -> Val:
-        return Val(jnp.asarray(np.uint64(int(c) % P)), False)
-
-    def _other(self, o) -> Val:
-        if isinstance(o, Val):
-            return o
-        if isinstance(o, (int, np.integer)):
-            return Val.const(int(o))
-        return NotImplemented
-
-    @staticmethod
-    def _lift(a: Val) -> jnp.ndarray:
-        return a.v if a.is_ext else fext._embed(a.v)
-
-    def _binary(self, o, base_op, ext_op, swap=False) -> Val:
-        o = self._other(o)
-        if o is NotImplemented:
-            return NotImplemented
-        a, b = (o, self) if swap else (self, o)
-        if not a.is_ext and not b.is_ext:
-            return Val(base_op(a.v, b.v), False)
-        return Val(ext_op(Val._lift(a), Val._lift(b)), True)
-
-    def __add__(self, o):
-        return self._binary(o, gl._add, fext._add)
-
-    def __radd__(self, o):
-        return self._binary(o, gl._add, fext._add, swap=True)
-
-    def __sub__(self, o):
-        return self._binary(o, gl._sub, fext._sub)
-
-    def __rsub__(self, o):
-        return self._binary(o, gl._sub, fext._sub, swap=True)
-
-    def __mul__(self, o):
-        o2 = self._other(o)
-        if o2 is NotImplemented:
-            return NotImplemented
-        if self.is_ext and not o2.is_ext:
-            return Val(fext._mul_base(self.v, o2.v), True)
-        if o2.is_ext and not self.is_ext:
-            return Val(fext._mul_base(o2.v, self.v), True)
-        return self._binary(o2, gl._mul, fext._mul)
-
-    def __rmul__(self, o):
-        return self.__mul__(o)
-
-    def __neg__(self):
-        return Val.const(0) - self
-
-    def __pow__(self, e: int):
-        if not isinstance(e, int) or e < 0:
-            raise ValueError(f"Val ** e needs a non-negative int exponent, got {e!r}")
-        result, base = None, self
-        while e:
-            if e & 1:
-                result = base if result is None else result * base
-            e >>= 1
-            if e:
-                base = base * base
-        return result if result is not None else Val.const(1)
-
-    def __repr__(self) -> str:
-        return f"Val({'ext' if self.is_ext else 'base'}, shape={tuple(self.v.shape)})"
 
 
 class AIR(eqx.Module):
@@ -187,8 +108,6 @@ class AIR(eqx.Module):
         return len(self.aux_degrees())
 
     def aux_degrees(self) -> tuple[int, ...]:
-        from jaxstark.logup import aux_degrees
-
         return aux_degrees(self)
 
     def periodic_columns(self) -> list[list[int]]:
@@ -238,8 +157,6 @@ class AIR(eqx.Module):
             (col, row, int(v) if isinstance(v, (int, np.integer)) else "public")
             for col, row, v in self.boundary([Val.const(0)] * self.num_public_inputs)
         ]
-        from jaxstark.logup import signature
-
         periodic = [col.tolist() for col in self.periodic_arrays()]
         fields = [(f.name, _canonical(getattr(self, f.name))) for f in dataclasses.fields(self)]
         extra = repr((fields, boundary, periodic, self.num_public_inputs, self.row_local, signature(self))).encode()

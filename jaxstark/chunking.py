@@ -35,7 +35,7 @@ tables, challenges and transcripts replicated), and the planner's figures are pe
 Tables that are not split take the process's devices in turn (each device holds its own
 tables' buffers; their rounds run one after another).
 
-Data flow (``jaxstark.prover.schedule`` over units, not tables)::
+Data flow (``jaxstark.schedule.schedule`` over units, not tables)::
 
     statement: per table (AIR, shape, [chunks,] public inputs)
     units: table t -> groups of chunks (t, 0..g-1), (t, g..2g-1), ... in statement order;

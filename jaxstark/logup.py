@@ -49,9 +49,10 @@ import numpy as np
 from jaxstark.errors import BusImbalance
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
+from jaxstark.field.val import Val
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jaxstark.air import AIR, Val
+    from jaxstark.air import AIR
 
 __all__ = [
     "Interaction",
@@ -265,8 +266,6 @@ def build_aux(air: AIR, trace: jax.Array, beta: jax.Array, gamma: jax.Array) -> 
     """The aux columns ``(n, a, 3)`` of a trace, the bus contributions ``(buses, 3)``, and a flag
     set when some fingerprint is zero (the challenges hit a tuple; probability about n / p^3).
     Traceable."""
-    from jaxstark.air import Val
-
     n = trace.shape[0]
     cur = [Val(trace[:, i]) for i in range(trace.shape[1])]
     b, g = Val(beta, True), Val(gamma, True)
@@ -303,8 +302,6 @@ def build_aux(air: AIR, trace: jax.Array, beta: jax.Array, gamma: jax.Array) -> 
 def check_buses(tables: Sequence[tuple[AIR, np.ndarray]]) -> None:
     """Raise :class:`BusImbalance` naming the first bus whose sends and receives differ as
     multisets, with a witness tuple and its net multiplicity. Evaluated on the host."""
-    from jaxstark.air import Val
-
     net: dict[str, dict[tuple, int]] = {}
     where: dict[tuple[str, tuple], list[str]] = {}
     for t, (air, trace) in enumerate(tables):

@@ -25,7 +25,15 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-__all__ = ["RoundEvent", "RoundTimes", "TerminalProgress", "combine"]
+__all__ = ["RoundEvent", "RoundTimes", "TerminalProgress", "combine", "format_bytes"]
+
+
+def format_bytes(b: int) -> str:
+    """Bytes in a readable unit (GiB, MiB or KiB)."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20)):
+        if abs(b) >= scale:
+            return f"{b / scale:.2f} {unit}"
+    return f"{b / 1024:.1f} KiB"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,14 +91,12 @@ class TerminalProgress:
         self._width = 0
 
     def __call__(self, event: RoundEvent) -> None:
-        from jaxstark.memory.plan import _size
-
         now = time.perf_counter()
         self.start = now if self.start is None else self.start
         elapsed = now - self.start
         if event.phase == "plan":
             where = f"planning: compiled {event.unit}: {event.round} in {event.seconds:.1f} s"
-            text = f"{where} (device set {_size(event.planned_bytes)} on {event.device}; {elapsed:.1f} s)"
+            text = f"{where} (device set {format_bytes(event.planned_bytes)} on {event.device}; {elapsed:.1f} s)"
             self.stream.write(("\r" + text.ljust(self._width)) if self.tty else text + "\n")
             self._width = len(text) if self.tty else 0
             self.stream.flush()
@@ -98,15 +104,15 @@ class TerminalProgress:
         where = f"[{event.step:>{len(str(event.steps))}}/{event.steps}] {event.unit}: {event.round}"
         if self.tty:
             state = "..." if not event.done else f"{1e3 * event.seconds:.1f} ms"
-            text = f"{where} {state} (planned {_size(event.planned_bytes)} on {event.device}; {elapsed:.1f} s)"
+            text = f"{where} {state} (planned {format_bytes(event.planned_bytes)} on {event.device}; {elapsed:.1f} s)"
             pad = max(0, self._width - len(text))
             self._width = len(text)
             end = "\n" if event.done and event.step == event.steps else ""
             self.stream.write("\r" + text + " " * pad + end)
         elif event.done:
             self.stream.write(
-                f"{where}: {1e3 * event.seconds:.1f} ms (planned {_size(event.planned_bytes)} on {event.device}; "
-                f"{elapsed:.1f} s)\n"
+                f"{where}: {1e3 * event.seconds:.1f} ms (planned {format_bytes(event.planned_bytes)} on "
+                f"{event.device}; {elapsed:.1f} s)\n"
             )
         self.stream.flush()
 

@@ -1,6 +1,7 @@
 """``prove``: run rounds 1-5 for one or more tables and assemble the proof.
 
-Data flow (each round a jitted pure function in :mod:`jaxstark.rounds`)::
+Data flow (:func:`jaxstark.schedule.schedule`; each round a jitted pure function in
+:mod:`jaxstark.rounds`)::
 
     statement (AIRs, heights, public inputs) ──> transcript
     for each table:  trace ──r1──> TraceCommitment(lde, coeffs, tree) ── root ──> transcript
@@ -20,9 +21,6 @@ published; the verifier checks that each bus sums to zero over the tables.
 
 from __future__ import annotations
 
-import collections
-import functools
-import warnings
 from collections.abc import Callable, Sequence
 
 import jax
@@ -30,101 +28,26 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxstark.air import AIR, Val
-from jaxstark.chunking import chunk_log, units
 from jaxstark.config import StarkConfig
 from jaxstark.errors import AirViolation, ShapeError
 from jaxstark.field import goldilocks as gl
 from jaxstark.field._check import field_array
-from jaxstark.hash.interface import get_hash
-from jaxstark.logup import bus_layout, check_bus_arity, check_buses
+from jaxstark.logup import check_bus_arity, check_buses
+from jaxstark.memory.executor import Runner
+from jaxstark.memory.plan import plan_checked
 from jaxstark.ntt import log2_exact
-from jaxstark.proof import Proof, TableProof
-from jaxstark.rounds.r1_aux_commit import aux_commit, aux_commit_group, logup_challenges
-from jaxstark.rounds.r1_trace_commit import trace_commit, trace_commit_group
-from jaxstark.rounds.r2_composition import composition
-from jaxstark.rounds.r3_ood import out_of_domain
-from jaxstark.rounds.r4_deep_fri import deep_fri
-from jaxstark.rounds.r5_queries import queries
-from jaxstark.transcript import Transcript
+from jaxstark.proof import Proof
+from jaxstark.protocol.statement import public_array
+from jaxstark.schedule import check_shape, schedule, table_chunks
 
-__all__ = [
-    "prove",
-    "check_trace",
-    "check_shape",
-    "schedule",
-    "initial_transcript",
-    "public_array",
-    "fork_table",
-    "bus_balance",
-]
-
-PROTOCOL = "jaxstark v2"
-
-
-def public_array(air: AIR, public_inputs: Sequence[int]) -> jax.Array:
-    """Public inputs as canonical uint64, checked against the AIR's declared count."""
-    public_inputs = tuple(public_inputs)
-    if len(public_inputs) != air.num_public_inputs:
-        raise ValueError(f"{air.name} takes {air.num_public_inputs} public input(s), got {len(public_inputs)}")
-    for i, v in enumerate(public_inputs):
-        if not isinstance(v, (int, np.integer)) or not 0 <= int(v) < gl.P:
-            raise ValueError(f"public input {i} must be a canonical field element (int in [0, p)), got {v!r}")
-    return jnp.asarray(np.array([int(v) for v in public_inputs], dtype=np.uint64).reshape(-1))
-
-
-@functools.partial(jax.jit, static_argnames=("airs", "config", "log_ns", "chunks", "annotated"), keep_unused=True)
-def initial_transcript(
-    publics: tuple[jax.Array, ...],
-    *,
-    airs: tuple[AIR, ...],
-    config: StarkConfig,
-    log_ns: tuple[int, ...],
-    chunks: tuple[int, ...] = (),
-    annotated: bool = False,
-) -> Transcript:
-    """The transcript every proof starts from: protocol label, config fingerprint (hashed), the
-    number of tables, and per table its AIR fingerprint (hashed), trace shape, log2 of its
-    number of row chunks when it is split (:mod:`jaxstark.chunking`) and public inputs.
-    ``annotated``: the transcript keeps a log of what it absorbs and squeezes."""
-    h = get_hash(config.hash)
-
-    def text_digest(text: str) -> jax.Array:
-        return h.digest_bytes(jnp.asarray(np.frombuffer(text.encode("utf-8"), np.uint8)[None, :]))[0]
-
-    tr = Transcript.new(PROTOCOL, config.hash, annotated).absorb_digest("config", text_digest(config.fingerprint()))
-    tr = tr.absorb_base("tables", jnp.asarray(np.array([len(airs)], np.uint64)))
-    for t, (air, log_n, public) in enumerate(zip(airs, log_ns, publics, strict=True)):
-        tr = tr.absorb_digest("air", text_digest(air.fingerprint()))
-        tr = tr.absorb_base("shape", jnp.asarray(np.array([log_n, air.width], np.uint64)))
-        if chunks and chunks[t]:
-            tr = tr.absorb_base("chunks", jnp.asarray(np.array([chunks[t]], np.uint64)))
-        tr = tr.absorb_base("public inputs", public)
-    return tr
-
-
-@functools.partial(jax.jit, keep_unused=True)
-def fork_table(tr: Transcript, index: jax.Array) -> Transcript:
-    """Table ``index``'s own transcript for rounds 2-5."""
-    return tr.fork(index)
-
-
-def bus_balance(airs: Sequence[AIR], sums: Sequence[np.ndarray]) -> dict[str, tuple[int, int, int]]:
-    """Every bus's total contribution over the tables (an extension element as three ints; zero
-    when the bus balances). ``sums[t]`` holds table ``t``'s contributions, one per bus in name
-    order. (Extension addition is coordinate-wise.)"""
-    totals: dict[str, tuple[int, int, int]] = {}
-    for air, table_sums in zip(airs, sums, strict=True):
-        for lay, value in zip(bus_layout(air), np.asarray(table_sums).tolist(), strict=True):
-            prev = totals.get(lay.bus, (0, 0, 0))
-            totals[lay.bus] = tuple((x + int(y)) % gl.P for x, y in zip(prev, value, strict=True))
-    return totals
+__all__ = ["prove", "check_trace"]
 
 
 def check_trace(air: AIR, trace, public_inputs: Sequence[int] = ()) -> None:
     """Raise :class:`AirViolation` naming the first failing constraint and row, if any."""
     trace = np.asarray(trace)
     n = trace.shape[0]
-    public = public_array(air, public_inputs)
+    public = jnp.asarray(public_array(air, public_inputs))
     pub = [Val(public[i]) for i in range(public.shape[0])]
     rows = n if air.row_local else n - 1  # a row-local AIR constrains the last row too
     if rows:
@@ -185,21 +108,7 @@ def _checked(i: int, air: AIR, trace, public_inputs, config: StarkConfig):
         raise ShapeError(f"{where}: trace must have shape (rows, {air.width}), got {tuple(trace.shape)}")
     log_n = log2_exact(trace.shape[0], f"{where}: trace rows")
     check_shape(air, log_n, config, where)
-    return trace, log_n, public_array(air, public_inputs)
-
-
-def check_shape(air: AIR, log_n: int, config: StarkConfig, where: str) -> None:
-    """What a table's height and degree must satisfy to be provable (shared with the planner)."""
-    if log_n < 1:
-        raise ShapeError(f"{where}: the trace needs at least 2 rows")
-    if air.max_degree - 1 > config.blowup:
-        raise ValueError(
-            f"{air.name} has constraints of degree {air.max_degree}; blowup {config.blowup} supports at most "
-            f"degree {config.blowup + 1}"
-        )
-    if log_n + config.log_blowup > 31:
-        raise ShapeError(f"{where}: an LDE of 2^{log_n} rows at blowup {config.blowup} exceeds 2^31 rows")
-    air.check_height(log_n)
+    return trace, log_n, jnp.asarray(public_array(air, public_inputs))
 
 
 def prove(
@@ -230,9 +139,6 @@ def prove(
     first failing constraint and row, or the unbalanced bus and a witness tuple. ``progress``
     is called with a :class:`~jaxstark.progress.RoundEvent` as each round starts and ends
     (:class:`~jaxstark.progress.TerminalProgress` displays them)."""
-    from jaxstark.memory.executor import Runner
-    from jaxstark.memory.plan import plan_checked
-
     config = config or StarkConfig()
     if not isinstance(config, StarkConfig):
         raise TypeError(f"prove: config must be a StarkConfig, got {type(config).__name__}")
@@ -257,208 +163,3 @@ def prove(
     chunks, groups = the_plan.chunks, the_plan.groups
     proofs = schedule(runner, airs, traces, publics, log_ns, config, the_plan.order, debug, chunks, groups)
     return Proof(config_id=config.fingerprint(), tables=tuple(proofs), chunks=chunks)
-
-
-def table_chunks(airs, log_ns, config: StarkConfig, who: str) -> tuple[int | None, ...]:
-    """Per table, log2 of its number of row chunks under the config's cap (checked: only
-    row-local tables without boundary constraints split, and each chunk must be provable);
-    None for a table the planner may split (``"auto"``)."""
-    out = []
-    for i, (air, log_n) in enumerate(zip(airs, log_ns, strict=True)):
-        where = f"{who}: table {i} ({air.name})"
-        k = chunk_log(air, log_n, config, where)
-        if k:
-            check_shape(air, log_n - k, config, f"{where}, chunk of 2^{log_n - k} rows")
-        out.append(k)
-    return tuple(out)
-
-
-def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debug: bool = False, chunks=(), groups=()):
-    """The proof's data flow, written once for the planner (abstract values, compiles and records
-    memory) and the runner (arrays, dispatches): statement, main commits in unit order, LogUp
-    challenges and aux commits, then each unit's rounds 2-5 on its forks in ``order``, each unit
-    released when done. A unit is a table, or a group of row chunks of a split table proven
-    under ``vmap`` (``chunks``, ``groups``: per table, log2 of its number of chunks and of the
-    chunks per group; :mod:`jaxstark.chunking`). Returns the proofs of every table or chunk in
-    statement order (``None`` entries when abstract)."""
-    chunks = tuple(chunks) or (0,) * len(airs)
-    us = units(tuple(log_ns), chunks, groups)
-    statement = dict(airs=tuple(airs), config=config, log_ns=tuple(log_ns), chunks=chunks if any(chunks) else ())
-    table_publics = tuple(publics)
-    airs = [airs[u.table] for u in us]
-    publics = tuple(publics[u.table] for u in us)
-    traces = [ex.chunk(traces[u.table], u, i) if u.split else traces[u.table] for i, u in enumerate(us)]
-    forks = _fork_indices(us, chunks)
-    n = len(us)
-    # a split table's chunks share one set of domain tables; with more than one group, a group's
-    # commitments are dropped once its roots are absorbed and computed again for rounds 2-5
-    per_table = collections.Counter(u.table for u in us)
-    again = [u.split and per_table[u.table] > 1 for u in us]
-    domains, shared = [], {}
-    for i, u in enumerate(us):
-        ex.hold(f"table {u.table}{u.words}: trace (caller's)", traces[i], i, until_end=True)
-        if not u.split:
-            domains.append(ex.domain(i, u.log_rows, config.blowup))
-            ex.hold(f"table {u.table}: domain tables", domains[-1], i)
-        else:
-            if u.table not in shared:
-                shared[u.table] = ex.domain(i, u.log_rows, config.blowup)
-                ex.hold(f"table {u.table}: domain tables (all chunks)", shared[u.table], i, until_end=True)
-            domains.append(shared[u.table])
-    tr = ex.run(None, "statement", initial_transcript, (table_publics,), statement)
-    mains = []
-    for i, u in enumerate(us):
-        commit = trace_commit_group if u.split else trace_commit
-        static = dict(hash_name=config.hash)
-        r1, tr = ex.run(i, "trace commit", commit, (traces[i], domains[i], tr), static, _spread(u, 3), vmap=False)
-        if again[i]:
-            ex.drop(r1)
-            r1 = None
-        mains.append(r1)
-    auxes, challenges, sums_of = [None] * n, None, {}
-    if any(a.num_aux_columns for a in airs):
-        tr, challenges = ex.run(None, "logup challenges", logup_challenges, (tr,), {})
-        for i, (a, u) in enumerate(zip(airs, us, strict=True)):
-            if a.num_aux_columns:
-                static = dict(air=a, hash_name=config.hash)
-                commit = aux_commit_group if u.split else aux_commit
-                args = (traces[i], domains[i], challenges, tr)
-                auxes[i], tr = ex.run(i, "aux commit", commit, args, static, _spread(u, 4), vmap=False)
-                if ex.concrete and bool(np.any(ex.host(auxes[i].degenerate))):
-                    raise AirViolation(
-                        f"{a.name}: a LogUp fingerprint is zero (the challenges hit a tuple of the trace; probability "
-                        "about n / p^3); change the trace and prove again"
-                    )
-                if ex.concrete:
-                    sums_of[i] = np.asarray(ex.host(auxes[i].sums)).reshape(-1, len(bus_layout(a)), 3)
-                if again[i]:
-                    ex.drop(auxes[i])
-                    auxes[i] = None
-        if ex.concrete:
-            each = [(a, s) for i, (a, u) in enumerate(zip(airs, us, strict=True))
-                    for s in sums_of.get(i, np.zeros((u.count, 0, 3), np.uint64))]  # fmt: skip
-            for bus, total in bus_balance([a for a, _ in each], [s for _, s in each]).items():
-                if any(total):
-                    warnings.warn(
-                        f"bus {bus!r} does not balance over the tables (prove with debug=True for a witness tuple); "
-                        "the proof will not verify",
-                        stacklevel=3,
-                    )
-    proofs = [None] * n
-    for i in order:
-        u = us[i]
-        if again[i]:  # the group's commitments again (the same executables; the transcript is not touched)
-            static = dict(hash_name=config.hash)
-            args = (traces[i], domains[i], tr)
-            mains[i], _ = ex.run(i, "trace commit again", trace_commit_group, args, static, _spread(u, 3), vmap=False)
-            if airs[i].num_aux_columns:
-                static = dict(air=airs[i], hash_name=config.hash)
-                args = (traces[i], domains[i], challenges, tr)
-                auxes[i], _ = ex.run(i, "aux commit again", aux_commit_group, args, static, _spread(u, 4), vmap=False)
-        proofs[i] = _table_rounds(
-            ex, i, u, forks[i], airs[i], publics[i], config, domains[i], mains[i], auxes[i], challenges, tr, debug
-        )
-        mains[i] = auxes[i] = None
-        ex.release(i)
-    return [p for i, u in enumerate(us) for p in (proofs[i] if ex.concrete else [None] * u.count)]
-
-
-def _spread(unit, n: int) -> tuple | None:
-    """The group axes of a commit round's ``n`` arguments (the trace group; the rest shared)."""
-    return (0,) + (None,) * (n - 1) if unit.split else None
-
-
-def _fork_indices(us, chunks) -> list:
-    """Per unit, the index of its transcript fork (a table's or chunk's position in statement
-    order, :func:`jaxstark.chunking.slots`): an int, or an array of the group's indices."""
-    start = np.cumsum([0, *(1 << k for k in chunks)])  # each table's first slot
-    first = [int(start[u.table]) + u.chunk for u in us]
-    return [
-        np.arange(f, f + u.count, dtype=np.uint64) if u.split else np.uint64(f) for f, u in zip(first, us, strict=True)
-    ]
-
-
-def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, challenges, tr, debug) -> list | None:
-    """Rounds 2-5 of unit ``i`` on its own fork(s) of the transcript: a table, or a group of
-    row chunks under ``vmap`` (the domain, challenges and public inputs shared, the rest
-    batched). Returns the unit's table proofs (one per chunk)."""
-    b = 0 if unit.split else None  # the vmap axis of a unit's own values
-    grp = (lambda *axes: axes) if unit.split else (lambda *axes: None)  # noqa: E731
-    no_aux = None if aux is None else b
-    tr = ex.run(i, "fork", fork_table, (tr, fork), {}, grp(None, 0))
-    aux_lde, aux_coeffs = (None, None) if aux is None else (aux.lde, aux.coeffs)
-    logup = None if aux is None else (challenges, aux.sums)
-    comp, tr = ex.run(
-        i,
-        "composition",
-        composition,
-        (domain, r1.lde, aux_lde, logup, public, tr),
-        dict(air=air, hash_name=config.hash),
-        grp(None, b, no_aux, None if aux is None else (None, b), None, b),
-    )
-    if ex.concrete and bool(np.any(ex.host(comp.excess))):
-        message = (
-            f"{air.name}: the composition polynomial is not of degree < {air.composition_parts} * n: the trace does "
-            "not satisfy the AIR (prove with debug=True to name the constraint and row) or a constraint's declared "
-            "degree is too low"
-        )
-        if debug:  # the trace passed check_trace, so a declared degree is wrong
-            raise AirViolation(message)
-        warnings.warn(message + "; the proof will not verify", stacklevel=4)
-    ood, tr = ex.run(
-        i, "out-of-domain", out_of_domain, (r1.coeffs, aux_coeffs, comp.parts_coeffs, tr), dict(log_n=domain.log_n),
-        grp(b, no_aux, b, b),
-    )  # fmt: skip
-    fri, tr = ex.run(
-        i, "DEEP + FRI", deep_fri, (domain, r1.lde, aux_lde, comp.parts_lde, ood, tr),
-        dict(hash_name=config.hash, final_degree=config.fri_final_degree), grp(None, b, no_aux, b, b, b),
-    )  # fmt: skip
-    op, _ = ex.run(
-        i, "queries", queries, (r1, aux, comp, fri, tr),
-        dict(grinding_bits=config.grinding_bits, num_queries=config.num_queries, log_size=domain.log_size),
-        grp(b, no_aux, b, b, b),
-    )  # fmt: skip
-    if not ex.concrete:
-        return None
-    host = ex.host
-    root = (lambda nodes: nodes[:, 1]) if unit.split else (lambda nodes: nodes[1])  # noqa: E731
-    fields = dict(
-        trace_root=host(root(r1.nodes)),
-        parts_root=host(root(comp.nodes)),
-        fri_roots=[host(root(nodes)) for nodes in fri.nodes],
-        trace_z=host(ood.trace_z),
-        trace_zg=host(ood.trace_zg),
-        aux_z=host(ood.aux_z),
-        aux_zg=host(ood.aux_zg),
-        parts_z=host(ood.parts_z),
-        fri_final=host(fri.final),
-        nonce=host(op.nonce),
-        trace_rows=host(op.trace_rows),
-        trace_paths=host(op.trace_paths),
-        aux_rows=host(op.aux_rows),
-        aux_paths=host(op.aux_paths),
-        parts_rows=host(op.parts_rows),
-        parts_paths=host(op.parts_paths),
-        fri_rows=tuple(host(r) for r in op.fri_rows),
-        fri_paths=tuple(host(p) for p in op.fri_paths),
-        aux_root=None if aux is None else host(root(aux.nodes)),
-        bus_sums=None if aux is None else host(aux.sums),
-    )
-    if not unit.split:
-        return [_table_proof(air, domain.log_n, fields)]
-    return [_table_proof(air, domain.log_n, jax.tree.map(lambda x, j=j: x[j], fields)) for j in range(unit.count)]
-
-
-def _table_proof(air, log_n, f) -> TableProof:
-    """One table's (or chunk's) proof from its host values."""
-    roots = f.pop("fri_roots")
-    fri_roots = np.stack(roots) if len(roots) else np.zeros((0, 32), np.uint8)
-    aux_root, bus_sums = f.pop("aux_root"), f.pop("bus_sums")
-    return TableProof(
-        air_id=air.fingerprint(),
-        log_n=log_n,
-        aux_root=np.zeros((0, 32), np.uint8) if aux_root is None else aux_root[None],
-        bus_sums=np.zeros((0, 3), np.uint64) if bus_sums is None else bus_sums,
-        fri_roots=fri_roots,
-        **f,
-    )

@@ -31,6 +31,10 @@ A label is a ``str``, or the same label as data (:func:`encode_label`, ``uint8[2
 whose steps carry different labels -- FRI's small layers, in one ``lax.scan`` -- passes them
 in as an array of encoded labels, and every step absorbs exactly the tags the strings give.
 
+:class:`HostTranscript` is the same construction on the host (numpy and the hashes of
+:mod:`jaxstark.hash.host`, no JAX): the verifier replays with it and draws the same challenges,
+bit for bit, without compiling anything.
+
 Annotated mode (``annotated=True``) records a log of ``(label, kind, value)`` entries for every
 absorb and squeeze; values are arrays and come out of ``jit``/``vmap`` like the state, so prover
 and verifier logs can be compared entry by entry.
@@ -49,9 +53,10 @@ from jaxtyping import Array, UInt8, UInt32, UInt64
 
 from jaxstark.field import goldilocks as gl
 from jaxstark.hash.encoding import bytes_to_words, words_to_bytes
+from jaxstark.hash.host import get_host_hash
 from jaxstark.hash.interface import DIGEST_BYTES, get_hash
 
-__all__ = ["Transcript", "LogEntry", "grind_batch", "encode_label"]
+__all__ = ["Transcript", "HostTranscript", "LogEntry", "grind_batch", "encode_label"]
 
 MAX_LABEL = 22
 _KINDS = {
@@ -146,6 +151,11 @@ class Transcript(eqx.Module):
 
     def _compress(self, left: Array, right: Array) -> Array:
         return get_hash(self.hash_name).compress(left, right)
+
+    def text_digest(self, text: str) -> Array:
+        """The hash of ``text`` (UTF-8), a 32-byte digest to absorb (e.g. a fingerprint)."""
+        raw = jnp.asarray(np.frombuffer(text.encode("utf-8"), np.uint8)[None])
+        return get_hash(self.hash_name).digest_bytes(raw)[0]
 
     def _absorb_tag(self, kind: str, label: Label, count) -> Transcript:
         return dataclasses.replace(self, state=self._compress(self.state, _tag(kind, label, count)))
@@ -281,3 +291,127 @@ class Transcript(eqx.Module):
         integer, so forks can be made under ``vmap``). The child starts with an empty log."""
         t = self._absorb_tag("fork", "", index)
         return dataclasses.replace(t, log=())._logged("fork", "fork", jnp.asarray(index).astype(jnp.uint64))
+
+
+# -- the host twin -----------------------------------------------------------------------------------
+
+
+def _host_tag(kind: str, label: str, count: int) -> bytes:
+    return bytes([_KINDS[kind]]) + encode_label(label).tobytes() + int(count).to_bytes(8, "little")
+
+
+def _host_blocks(x: np.ndarray) -> list[bytes]:
+    """Field elements as 32-byte blocks (8 little-endian bytes each, zero-padded)."""
+    flat = np.ascontiguousarray(np.asarray(x, np.uint64).reshape(-1)).astype("<u8").tobytes()
+    flat += bytes(-len(flat) % DIGEST_BYTES)
+    return [flat[i : i + DIGEST_BYTES] for i in range(0, len(flat), DIGEST_BYTES)]
+
+
+def _compress1(h, left: bytes, right: bytes) -> bytes:
+    return bytes(h.compress(np.frombuffer(left, np.uint8)[None], np.frombuffer(right, np.uint8)[None])[0])
+
+
+@dataclasses.dataclass(frozen=True)
+class HostTranscript:
+    """:class:`Transcript` on the host: the same methods (with host values in and out: numpy
+    arrays, Python ints), the same bytes. Immutable like its twin: every operation returns a new
+    transcript. A fork, an absorb or a squeeze is a handful of host hash calls."""
+
+    hash_name: str
+    annotated: bool
+    state: bytes
+    log: tuple = ()
+
+    @classmethod
+    def new(cls, label: str, hash: str = "blake3", annotated: bool = False) -> HostTranscript:
+        _check_label(label)
+        get_hash(hash)  # the name is checked like the JAX transcript's
+        return cls(hash, annotated, bytes(DIGEST_BYTES))._absorb_tag("init", label, 0)
+
+    def _compress_many(self, rights: list[bytes]) -> list[bytes]:
+        h = get_host_hash(self.hash_name)
+        left = np.frombuffer(self.state * len(rights), np.uint8).reshape(-1, DIGEST_BYTES)
+        right = np.frombuffer(b"".join(rights), np.uint8).reshape(-1, DIGEST_BYTES)
+        return [bytes(r) for r in h.compress(left, right)]
+
+    def _chain(self, blocks: list[bytes]) -> bytes:
+        h, state = get_host_hash(self.hash_name), self.state
+        for b in blocks:
+            state = _compress1(h, state, b)
+        return state
+
+    def _absorb_tag(self, kind: str, label: str, count: int) -> HostTranscript:
+        return dataclasses.replace(self, state=self._chain([_host_tag(kind, label, count)]))
+
+    def _logged(self, label: str, kind: str, value) -> HostTranscript:
+        if not self.annotated:
+            return self
+        return dataclasses.replace(self, log=(*self.log, LogEntry(label, kind, np.asarray(value))))
+
+    def _absorb(self, kind: str, label: str, count: int, blocks: list[bytes], logged) -> HostTranscript:
+        _check_label(label)
+        state = self._chain([_host_tag(kind, label, count), *blocks])
+        return dataclasses.replace(self, state=state)._logged(label, kind, logged)
+
+    def _squeeze(self, kind: str, label: str, count: int, n_blocks: int) -> tuple[HostTranscript, bytes]:
+        _check_label(label)
+        tags = [_host_tag(kind, label, count)] + [_host_tag("counter", label, j) for j in range(n_blocks)]
+        out = self._compress_many(tags)
+        return dataclasses.replace(self, state=out[0]), b"".join(out[1:])
+
+    def text_digest(self, text: str) -> np.ndarray:
+        return np.frombuffer(get_host_hash(self.hash_name).digest_bytes(text.encode("utf-8")), np.uint8)
+
+    def absorb_digest(self, label: str, digest) -> HostTranscript:
+        d = np.asarray(digest)
+        if d.dtype != np.uint8 or d.ndim < 1 or d.shape[-1] != DIGEST_BYTES:
+            raise ValueError(f"absorb_digest: expected uint8[..., 32], got {d.dtype}{tuple(d.shape)}")
+        raw = np.ascontiguousarray(d).tobytes()
+        blocks = [raw[i : i + DIGEST_BYTES] for i in range(0, len(raw), DIGEST_BYTES)]
+        return self._absorb("digest", label, len(blocks), blocks, d)
+
+    def absorb_base(self, label: str, x) -> HostTranscript:
+        x = np.asarray(x)
+        if x.dtype != np.uint64:
+            raise ValueError(f"absorb_base: expected uint64 field elements, got {x.dtype}")
+        return self._absorb("base", label, x.size, _host_blocks(x), x)
+
+    def absorb_ext(self, label: str, x) -> HostTranscript:
+        x = np.asarray(x)
+        if x.dtype != np.uint64 or x.ndim < 1 or x.shape[-1] != 3:
+            raise ValueError(f"absorb_ext: expected uint64[..., 3], got {x.dtype}{tuple(x.shape)}")
+        return self._absorb("ext", label, x.size // 3, _host_blocks(x), x)
+
+    def _challenge(self, kind: str, label: str, n: int | None, coords: int) -> tuple[HostTranscript, np.ndarray]:
+        k = 1 if n is None else int(n)
+        t, out = self._squeeze(kind, label, k, -(-coords * k // 2))
+        words = np.frombuffer(out, "<u8").reshape(-1, 2)[: coords * k].tolist()
+        vals = np.array([(hi << 64 | lo) % gl.P for lo, hi in words], np.uint64)
+        vals = vals.reshape((k, coords) if coords > 1 else (k,))
+        vals = vals[0] if n is None else vals
+        return t._logged(label, kind, vals), vals
+
+    def challenge_base(self, label: str, n: int | None = None) -> tuple[HostTranscript, np.ndarray]:
+        return self._challenge("challenge_base", label, n, 1)
+
+    def challenge_ext(self, label: str, n: int | None = None) -> tuple[HostTranscript, np.ndarray]:
+        return self._challenge("challenge_ext", label, n, 3)
+
+    def query_indices(self, label: str, count: int, domain_size: int) -> tuple[HostTranscript, np.ndarray]:
+        if domain_size < 1 or domain_size & (domain_size - 1) or domain_size > 1 << 32:
+            raise ValueError(f"query_indices: domain size must be a power of two <= 2^32, got {domain_size}")
+        t, out = self._squeeze("queries", label, count, max(1, -(-count // 4)))
+        words = np.frombuffer(out, "<u8")[:count]
+        idx = (words & np.uint64(domain_size - 1)).astype(np.uint32)
+        return t._logged(label, "queries", idx), idx
+
+    def pow_word(self, nonce: int) -> int:
+        (out,) = self._compress_many([_host_tag("pow", "", int(nonce))])
+        return int.from_bytes(out[:8], "little")
+
+    def pow_ok(self, nonce, bits: int) -> bool:
+        return self.pow_word(int(nonce)) & ((1 << bits) - 1) == 0
+
+    def fork(self, index: int) -> HostTranscript:
+        t = self._absorb_tag("fork", "", int(index))
+        return dataclasses.replace(t, log=())._logged("fork", "fork", np.uint64(index))

@@ -26,35 +26,35 @@ naming the table (or the bus); malformed input of any kind is a rejection, never
 from __future__ import annotations
 
 import collections
-import functools
 import math
 from collections.abc import Sequence
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxstark.air import AIR
 from jaxstark.chunking import Unit, check_chunkable, slots
 from jaxstark.config import StarkConfig
 from jaxstark.errors import InvalidProof, JaxstarkError, ShapeError
-from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
-from jaxstark.field.host import HostVal
-from jaxstark.lde import DEFAULT_OFFSET
-from jaxstark.logup import AuxFrame, aux_degrees, check_bus_arity
-from jaxstark.merkle import _verify as _verify_paths_core
-from jaxstark.ntt import intt
-from jaxstark.poly import _evaluate
+from jaxstark.field.host import HostVal, batch
+from jaxstark.hash.host import verify_paths
+from jaxstark.logup import aux_degrees, check_bus_arity
 from jaxstark.proof import MAX_CHUNKS_LOG2, MAX_TABLES, Proof, TableProof
-from jaxstark.prover import bus_balance, fork_table, initial_transcript, public_array
-from jaxstark.rounds.r1_aux_commit import absorb_aux, logup_challenges
-from jaxstark.rounds.r1_trace_commit import absorb_trace
-from jaxstark.rounds.r2_composition import combine_constraints, num_constraints
-from jaxstark.rounds.r3_ood import OutOfDomain, absorb_ood
-from jaxstark.rounds.r4_deep_fri import deep_combine, fold_pair, fri_num_layers, num_deep_terms
+from jaxstark.protocol import fiat_shamir as fs
+from jaxstark.protocol.algebra import (
+    constraints_at,
+    deep_value,
+    deep_weights,
+    fold_pair,
+    layer_x_inv,
+    lde_point,
+    parts_at,
+)
+from jaxstark.protocol.layout import DIGEST_FIELDS, fri_num_layers, num_deep_terms, table_shapes
+from jaxstark.protocol.statement import bus_balance, public_array
+from jaxstark.transcript import HostTranscript
 
-__all__ = ["verify", "annotated_transcript", "constraints_at"]
+__all__ = ["verify", "annotated_transcript"]
 
 P = gl.P
 
@@ -167,8 +167,7 @@ def _checked_verify(air, proof, public_inputs, config, log_n, log, min_security_
             proof = Proof.from_bytes(proof)
         if not isinstance(proof, Proof):
             _reject("malformed", f"expected a Proof or its bytes, got {type(proof).__name__}")
-        with jax.default_device(jax.local_devices(backend="cpu")[0]):
-            _verify(statement, proof, config, log)
+        _verify(statement, proof, config, log)
     except JaxstarkError:
         raise
     except (ValueError, TypeError, IndexError, OverflowError, KeyError, AttributeError) as exc:
@@ -243,12 +242,9 @@ def _verify(statement, proof: Proof, config: StarkConfig, log: list | None = Non
     airs = tuple(air for air, _, _ in statement)
     log_ns = tuple(checked[first[t]][0] + layout[t] for t in range(len(statement)))
     publics = tuple(checked[first[t]][1] for t in range(len(statement)))
-    commitments = [
-        {k: jnp.asarray(arrays[k]) for k in ("trace_root", "aux_root", "bus_sums")} for _, _, arrays in checked
-    ]
     chunks = layout if any(layout) else ()
     annotated = log is not None
-    tr, challenges = _shared_transcript(airs, config, log_ns, chunks, unit_airs, publics, commitments, annotated)
+    tr, challenges = _shared_transcript(airs, config, log_ns, chunks, unit_airs, publics, checked, annotated)
     if annotated:
         log.extend(_entries("statement", tr.log))
 
@@ -257,27 +253,26 @@ def _verify(statement, proof: Proof, config: StarkConfig, log: list | None = Non
         air = unit_airs[i]
         where = f"table {u.table}{u.words} ({air.name})"
         try:
-            fork = fork_table(tr, jnp.asarray(np.uint64(i)))
-            replayed = _verify_table(air, config, log_n, public, fork, challenges, arrays)
+            replayed = _verify_table(air, config, log_n, public, fs.fork_table(tr, i), challenges, arrays)
             if annotated:
                 log.extend(_entries(where, replayed))
         except InvalidProof as exc:
             raise InvalidProof(exc.code, f"{where}: {exc.reason}") from None
 
 
-@functools.partial(jax.jit, static_argnames=("airs", "config", "log_ns", "chunks", "unit_airs", "annotated"))
-def _shared_transcript(airs, config, log_ns, chunks, unit_airs, publics, commitments, annotated=False):
-    """Section 1 as one compiled program: the statement, every unit's main root, the LogUp
-    challenges (``None`` when no table has interactions), every aux root and bus sums."""
-    tr = initial_transcript(publics, airs=airs, config=config, log_ns=log_ns, chunks=chunks, annotated=annotated)
-    for c in commitments:
-        tr = absorb_trace(tr, c["trace_root"])
+def _shared_transcript(airs, config, log_ns, chunks, unit_airs, publics, checked, annotated=False):
+    """Section 1: the statement, every unit's main root, the LogUp challenges (``None`` when no
+    table has interactions), every aux root and bus sums."""
+    tr = HostTranscript.new(fs.PROTOCOL, config.hash, annotated)
+    tr = fs.bind_statement(tr, airs, config, log_ns, chunks, publics)
+    for _, _, arrays in checked:
+        tr = fs.absorb_trace(tr, arrays["trace_root"])
     challenges = None
     if any(air.num_aux_columns for air in unit_airs):
-        tr, challenges = logup_challenges(tr)
-        for air, c in zip(unit_airs, commitments, strict=True):
+        tr, challenges = fs.logup_challenges(tr)
+        for air, (_, _, arrays) in zip(unit_airs, checked, strict=True):
             if air.num_aux_columns:
-                tr = absorb_aux(tr, c["aux_root"][0], c["bus_sums"])
+                tr = fs.absorb_aux(tr, arrays["aux_root"][0], arrays["bus_sums"])
     return tr, challenges
 
 
@@ -322,30 +317,19 @@ def _check_table(t: int | str, air: AIR, public_inputs, pin, table: TableProof, 
         air.check_height(log_n)
     except ShapeError as exc:
         _reject("wrong-height", f"{where}{exc}")
-    c, a, parts, q = air.width, air.num_aux_columns, air.composition_parts, config.num_queries
-    buses = len({i.bus for i in air.interactions()})
-    log_l = log_n + config.log_blowup
-    layers = fri_num_layers(log_n, config.fri_final_degree)
-    u8, u64 = np.uint8, np.uint64
-    shapes = dict(
-        trace_root=((32,), u8), aux_root=((1 if a else 0, 32), u8), bus_sums=((buses, 3), u64),
-        parts_root=((32,), u8), fri_roots=((layers, 32), u8), trace_z=((c, 3), u64), trace_zg=((c, 3), u64),
-        aux_z=((a, 3), u64), aux_zg=((a, 3), u64), parts_z=((parts, 3), u64),
-        fri_final=(((1 << log_n) >> layers, 3), u64), nonce=((), u64), trace_rows=((q, c), u64),
-        trace_paths=((q, log_l, 32), u8), aux_rows=((q, 3 * a), u64), aux_paths=((q, log_l if a else 0, 32), u8),
-        parts_rows=((q, 3 * parts), u64), parts_paths=((q, log_l, 32), u8),
-    )  # fmt: skip
+    shapes = table_shapes(air, config, log_n)
+    fri_shapes = {k: shapes.pop(k) for k in ("fri_rows", "fri_paths")}
     arrays = {name: _expect(where + name, getattr(table, name), *spec) for name, spec in shapes.items()}
     if not isinstance(table.fri_rows, (tuple, list)) or not isinstance(table.fri_paths, (tuple, list)):
         _reject("malformed", f"{where}the FRI openings must be tuples of arrays")
+    layers = len(fri_shapes["fri_rows"])
     if len(table.fri_rows) != layers or len(table.fri_paths) != layers:
         _reject("malformed", f"{where}expected {layers} FRI layers, got {len(table.fri_rows)} / {len(table.fri_paths)}")
-    arrays["fri_rows"] = tuple(_expect(f"{where}fri_rows[{k}]", r, (q, 6), u64) for k, r in enumerate(table.fri_rows))
-    arrays["fri_paths"] = tuple(
-        _expect(f"{where}fri_paths[{k}]", p, (q, log_l - 1 - k, 32), u8) for k, p in enumerate(table.fri_paths)
-    )
+    for name, specs in fri_shapes.items():
+        values = zip(getattr(table, name), specs, strict=True)
+        arrays[name] = tuple(_expect(f"{where}{name}[{k}]", v, *spec) for k, (v, spec) in enumerate(values))
     if config.hash == "poseidon2":  # a digest is 4 field elements: only canonical words hash as themselves
-        for name in ("trace_root", "aux_root", "parts_root", "fri_roots", "trace_paths", "aux_paths", "parts_paths"):
+        for name in DIGEST_FIELDS:
             _canonical_digests(where + name, arrays[name])
         for k, p in enumerate(arrays["fri_paths"]):
             _canonical_digests(f"{where}fri_paths[{k}]", p)
@@ -366,17 +350,15 @@ def _verify_table(air: AIR, config: StarkConfig, log_n: int, public, tr, challen
     point and the constraints there, the proof of work; then the Merkle paths and FRI. Returns
     its fork's log (empty unless ``tr`` is annotated)."""
     layers = fri_num_layers(log_n, config.fri_final_degree)
-    a = jax.tree.map(jnp.asarray, arrays)
-    fs = _replay(air, config, log_n, tr, a)
-    z = np.asarray(fs["z"])
+    fs_ = _replay(air, config, log_n, tr, arrays)
+    z = np.asarray(fs_["z"])
     if not z[1:].any():
         _reject("ood", "the out-of-domain point lies in the base field, which holds the trace domain and the LDE coset")
-    ood = OutOfDomain(*(jnp.asarray(x) for x in (z, arrays["trace_z"], arrays["trace_zg"], arrays["parts_z"],
-                                                  arrays["aux_z"], arrays["aux_zg"])))  # fmt: skip
-    _check_ood(air, ood, jnp.asarray(fs["alphas"]), public, log_n, challenges, arrays["bus_sums"])
-    if not bool(fs["pow_ok"]):
+    ood = _Claims(z, arrays["trace_z"], arrays["trace_zg"], arrays["parts_z"], arrays["aux_z"], arrays["aux_zg"])
+    _check_ood(air, ood, fs_["alphas"], public, log_n, challenges, arrays["bus_sums"])
+    if not fs_["pow_ok"]:
         _reject("pow", f"the nonce does not satisfy the {config.grinding_bits}-bit proof of work")
-    out = jax.device_get(_openings(air, config, log_n, a, fs["z"], fs["gamma"], fs["betas"], fs["idx"]))
+    out = _openings(air, config, log_n, arrays, ood, fs_["gamma"], fs_["betas"], fs_["idx"])
     for key, code, what in (
         ("trace_ok", "trace-path", "trace"),
         ("aux_ok", "aux-path", "aux trace"),
@@ -390,7 +372,11 @@ def _verify_table(air: AIR, config: StarkConfig, log_n: int, public, tr, challen
         _first_bad(ok, "deep" if k == 0 else "fri-fold", f"the opened FRI layer {k} value does not match {what}")
     code = "deep" if not layers else "fri-final"
     _first_bad(out["final_ok"], code, "the last FRI value does not lie on the final polynomial")
-    return fs["log"]
+    return fs_["log"]
+
+
+class _Claims(collections.namedtuple("_Claims", "z trace_z trace_zg parts_z aux_z aux_zg")):
+    """The out-of-domain point and the claimed values there (``uint64`` arrays)."""
 
 
 def _first_bad(ok, code: str, message: str) -> None:
@@ -400,124 +386,91 @@ def _first_bad(ok, code: str, message: str) -> None:
         _reject(code, f"query {j}: {message}")
 
 
-def _pow_index(base: int, exps: jax.Array, bits: int) -> jax.Array:
-    """base^exps for a Python-int base and uint exponent array (square-and-multiply)."""
-    return gl._pow_bits(jnp.asarray(np.uint64(base % P)), exps.astype(jnp.uint64), max(bits, 1))
-
-
 def _replay(air: AIR, config: StarkConfig, log_n: int, tr, a) -> dict:
-    """The table fork's Fiat-Shamir replay on the host: the composition challenges, ``z``,
-    ``gamma``, the FRI folding challenges, the proof-of-work check and the query positions."""
-    return jax.device_get(_replay_core(air, config, log_n, tr, a))
+    """The table fork's Fiat-Shamir replay: the composition challenges, ``z``, ``gamma``, the FRI
+    folding challenges, the proof-of-work check and the query positions."""
+    return fs.replay_table(tr, air, config, log_n, a)
 
 
-@functools.partial(jax.jit, static_argnames=("air", "config", "log_n"))
-def _replay_core(air: AIR, config: StarkConfig, log_n: int, tr, a) -> dict:
-    q = config.num_queries
-    log_l = log_n + config.log_blowup
-    layers = fri_num_layers(log_n, config.fri_final_degree)
-    tr, alphas = tr.challenge_ext("composition alphas", num_constraints(air))
-    tr = tr.absorb_digest("composition root", a["parts_root"])
-    tr, z = tr.challenge_ext("ood point")
-    tr = absorb_ood(tr, a["trace_z"], a["trace_zg"], a["parts_z"], a["aux_z"], a["aux_zg"])
-    tr, gamma = tr.challenge_ext("deep gamma")
-    betas = []
-    for k in range(layers):
-        tr = tr.absorb_digest(f"fri layer {k}", a["fri_roots"][k])
-        tr, beta = tr.challenge_ext(f"fri beta {k}")
-        betas.append(beta)
-    tr = tr.absorb_ext("fri final poly", a["fri_final"])
-    pow_ok = tr.pow_ok(a["nonce"], config.grinding_bits)
-    tr = tr.absorb_base("pow nonce", a["nonce"][None])
-    tr, idx = tr.query_indices("fri queries", q, 1 << log_l)
-    return dict(alphas=alphas, z=z, gamma=gamma, betas=betas, pow_ok=pow_ok, idx=idx, log=tr.log)
+def _dot(values: np.ndarray, weights: list[HostVal]) -> HostVal:
+    """``sum_t values[..., t] * weights[t]`` for base ``values`` ``(..., k)`` or extension
+    ``(..., k, 3)`` (``object`` arrays), ``weights`` ``k`` extension scalars."""
+    w = np.array([g.c for g in weights], dtype=object).reshape(-1, 3)
+    if values.ndim and values.shape[-1] == 3 and values.ndim >= 2 and values.shape[-2] == len(weights):
+        r0, r1, r2 = values[..., 0], values[..., 1], values[..., 2]
+        w0, w1, w2 = w[:, 0], w[:, 1], w[:, 2]
+        return HostVal(
+            (r0 @ w0 + 2 * (r1 @ w2 + r2 @ w1), r0 @ w1 + r1 @ w0 + 2 * (r2 @ w2), r0 @ w2 + r1 @ w1 + r2 @ w0)
+        )
+    return HostVal(tuple(values @ w[:, k] for k in range(3)))
 
 
-@functools.partial(jax.jit, static_argnames=("air", "config", "log_n"))
-def _openings(air: AIR, config: StarkConfig, log_n: int, a, z, gamma, betas, idx) -> dict:
-    """The expensive checks of one table as one compiled program (once per AIR, config and
-    trace height): Merkle paths of every opening, the DEEP values at the queries, every fold
-    and the final polynomial. Returns flags per query."""
+def _openings(air: AIR, config: StarkConfig, log_n: int, a, ood, gamma, betas, idx) -> dict:
+    """The expensive checks of one table on the host: Merkle paths of every opening, the DEEP
+    values at the queries, every fold and the final polynomial. Returns flags per query."""
     c, aux_cols, parts, q = air.width, air.num_aux_columns, air.composition_parts, config.num_queries
     log_l = log_n + config.log_blowup
     layers = fri_num_layers(log_n, config.fri_final_degree)
+    idx = np.asarray(idx).astype(np.int64)
 
-    trace_ok = _verify_paths_core(config.hash, log_l, a["trace_root"], idx, a["trace_rows"], a["trace_paths"])
-    parts_ok = _verify_paths_core(config.hash, log_l, a["parts_root"], idx, a["parts_rows"], a["parts_paths"])
-    aux_ok = jnp.ones((q,), bool)
+    trees = [(log_l, a["trace_root"], idx, a["trace_rows"], a["trace_paths"]),
+             (log_l, a["parts_root"], idx, a["parts_rows"], a["parts_paths"])]  # fmt: skip
     if aux_cols:
-        aux_ok = _verify_paths_core(config.hash, log_l, a["aux_root"][0], idx, a["aux_rows"], a["aux_paths"])
-    fri_ok = []
+        trees.append((log_l, a["aux_root"][0], idx, a["aux_rows"], a["aux_paths"]))
     for k in range(layers):
-        pos = idx & np.uint32((1 << (log_l - 1 - k)) - 1)
-        fri_ok.append(
-            _verify_paths_core(config.hash, log_l - 1 - k, a["fri_roots"][k], pos, a["fri_rows"][k], a["fri_paths"][k])
-        )
+        pos = idx & ((1 << (log_l - 1 - k)) - 1)
+        trees.append((log_l - 1 - k, a["fri_roots"][k], pos, a["fri_rows"][k], a["fri_paths"][k]))
+    ok = verify_paths(config.hash, trees)
+    trace_ok, parts_ok = ok[0], ok[1]
+    aux_ok = ok[2] if aux_cols else np.ones((q,), bool)
+    fri_ok = ok[3 if aux_cols else 2 :]
 
-    xs = gl._mul(_pow_index(gl.root_of_unity(log_l), idx, log_l), np.uint64(DEFAULT_OFFSET))
-    ood = OutOfDomain(z, a["trace_z"], a["trace_zg"], a["parts_z"], a["aux_z"], a["aux_zg"])
-    zg = fext._mul_base(z, np.uint64(gl.root_of_unity(log_n)))
-    g_pows = fext._powers(gamma, num_deep_terms(c, parts, aux_cols))
-    aux_rows, parts_rows = a["aux_rows"].reshape(q, aux_cols, 3), a["parts_rows"].reshape(q, parts, 3)
-    current = deep_combine(xs, a["trace_rows"], aux_rows, parts_rows, ood, g_pows, zg)
+    # DEEP at the queried points
+    g = HostVal(np.asarray(gamma))
+    g_pows, p = [], HostVal(1)
+    for _ in range(num_deep_terms(c, parts, aux_cols)):
+        g_pows.append(p)
+        p = p * g
+    g1, g2, g3, g4, g5 = deep_weights(g_pows, c, parts, aux_cols)
+    rows = batch(a["trace_rows"])
+    parts_rows = batch(a["parts_rows"]).reshape(q, parts, 3)
+    aux_rows = batch(a["aux_rows"]).reshape(q, aux_cols, 3)
+    claims = {k: batch(getattr(ood, k)) for k in ("trace_z", "trace_zg", "parts_z", "aux_z", "aux_zg")}
+    num_z = _dot(rows, g1) + _dot(parts_rows, g3) - (_dot(claims["trace_z"], g1) + _dot(claims["parts_z"], g3))
+    num_zg = _dot(rows, g2) - _dot(claims["trace_zg"], g2)
+    if aux_cols:
+        num_z = num_z + _dot(aux_rows, g4) - _dot(claims["aux_z"], g4)
+        num_zg = num_zg + _dot(aux_rows, g5) - _dot(claims["aux_zg"], g5)
+    z = HostVal(np.asarray(ood.z))
+    zg = z * gl.root_of_unity(log_n)
+    xs = lde_point(log_l, batch(idx))
+    current = deep_value(xs, z, zg, num_z, num_zg, HostVal.inv)
+
+    # every fold, then the final polynomial
     layer_ok = []
     cur_idx = idx
     for k in range(layers):
         half = 1 << (log_l - 1 - k)
-        pos = cur_idx & np.uint32(half - 1)
-        upper = ((cur_idx & np.uint32(half)) != np.uint32(0))[:, None]
-        lo, hi = a["fri_rows"][k][:, :3], a["fri_rows"][k][:, 3:]
-        layer_ok.append(jnp.all(jnp.where(upper, hi, lo) == current, axis=-1))
-        w_inv = pow(gl.root_of_unity(log_l - k), P - 2, P)
-        s_inv = pow(pow(DEFAULT_OFFSET, 1 << k, P), P - 2, P)
-        x_inv = gl._mul(_pow_index(w_inv, pos, log_l - k), np.uint64(s_inv))
-        current = fold_pair(lo, hi, x_inv, betas[k])
+        pos = cur_idx & (half - 1)
+        upper = (cur_idx & half) != 0
+        fri = a["fri_rows"][k]
+        lo, hi = HostVal(fri[:, :3]), HostVal(fri[:, 3:])
+        layer_ok.append(HostVal(np.where(upper[:, None], fri[:, 3:], fri[:, :3])).equals(current))
+        current = fold_pair(lo, hi, layer_x_inv(log_l, k, batch(pos)), HostVal(np.asarray(betas[k])))
         cur_idx = pos
-    log_m = log_l - layers
-    pts = gl._mul(_pow_index(gl.root_of_unity(log_m), cur_idx, log_m), np.uint64(pow(DEFAULT_OFFSET, 1 << layers, P)))
-    on_final = jax.vmap(lambda x: _evaluate(a["fri_final"], x, True))(pts)
-    final_ok = jnp.all(on_final == current, axis=-1)
+    pts = lde_point(log_l - layers, batch(cur_idx), shift=layers)
+    on_final = HostVal(0)
+    for coeff in reversed(a["fri_final"].tolist()):  # Horner
+        on_final = on_final * pts + HostVal(tuple(coeff))
+    final_ok = on_final.equals(current)
     return dict(
         trace_ok=trace_ok, parts_ok=parts_ok, aux_ok=aux_ok, fri_ok=fri_ok, layer_ok=layer_ok, final_ok=final_ok
     )
 
 
-def _host(a) -> list[HostVal]:
-    """Extension values ``(k, 3)`` as :class:`HostVal` scalars."""
-    return [HostVal(x) for x in np.asarray(a).reshape(-1, 3).tolist()]
-
-
-def constraints_at(air: AIR, log_n: int, ood: OutOfDomain, alphas, public, challenges, sums) -> HostVal:
-    """The AIR's constraints (main and aux) at ``ood.z`` from the claimed values there, divided by
-    their zerofiers and combined with ``alphas`` -- what ``sum_j z^(jn) H_j(z)`` must equal --
-    evaluated with Python integers (a few scalar operations per constraint)."""
-    n = 1 << log_n
-    (z,) = _host(ood.z)
-    periodic = []
-    for col in air.periodic_arrays():
-        coeffs = np.asarray(intt(jnp.asarray(col)[:, None]))[:, 0].tolist()
-        y, value = z ** (n // len(col)), HostVal(0)
-        for coeff in reversed(coeffs):  # Horner
-            value = value * y + coeff
-        periodic.append(value)
-    pub = [HostVal(int(v)) for v in np.asarray(public).tolist()]
-    aux = None
-    if air.num_aux_columns:
-        beta, gamma = _host(challenges)
-        aux = AuxFrame(_host(ood.aux_z), _host(ood.aux_zg), beta, gamma, _host(sums))
-    cur, nxt = _host(ood.trace_z), _host(ood.trace_zg)
-    inv_zerofier = (z**n - 1).inv()
-    return combine_constraints(air, log_n, z, inv_zerofier, HostVal.inv, cur, nxt, periodic, pub, _host(alphas), aux)
-
-
-def _check_ood(air: AIR, ood: OutOfDomain, alphas, public, log_n: int, challenges, sums) -> None:
+def _check_ood(air: AIR, ood, alphas, public, log_n: int, challenges, sums) -> None:
     """Section 2': the AIR's constraints at ``z`` (evaluated with Python integers: a few scalar
     operations per constraint) against the composition parts' claimed values."""
-    (z,) = _host(ood.z)
     acc = constraints_at(air, log_n, ood, alphas, public, challenges, sums)
-    zn = z ** (1 << log_n)
-    total, zpow = HostVal(0), HostVal(1)  # sum_j z^(j n) H_j(z)
-    for part in _host(ood.parts_z):
-        total, zpow = total + zpow * part, zpow * zn
-    if acc != total:
+    if acc != parts_at(log_n, ood.z, ood.parts_z):
         _reject("ood", "the composition polynomial's claimed value at z does not match the AIR's constraints there")

@@ -18,7 +18,8 @@ import pytest
 import jaxstark as js
 from jaxstark.examples import Alu
 from jaxstark.examples.shape import ShapeTable, shape_config
-from jaxstark.memory.model import TEMP_COEFFS, model
+from jaxstark.memory.model import ROUND_FEATURES, TEMP_COEFFS, model
+from jaxstark.rounds import ROUNDS
 
 DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
 
@@ -83,6 +84,14 @@ def test_model_agrees_with_a_live_plan():
     exact_parts(m, rounds)
     assert abs(m.peak / plan.peak - 1) <= 0.10, (m.peak, plan.peak)
     assert m.binding.name in {r.name for r in plan.rounds}
+
+
+def test_model_rounds_are_the_registered_rounds():
+    """Every round the model names (its steps, features and fitted temporaries) is in the registry."""
+    m = model(None, 10, shape_config(2), width=4, aux_columns=1, backend="cpu")
+    assert {r.name for r in m.rounds} == set(ROUND_FEATURES) and set(ROUND_FEATURES) <= set(ROUNDS)
+    for backend, coeffs in TEMP_COEFFS.items():
+        assert set(coeffs) == set(ROUND_FEATURES), backend
 
 
 def test_model_terms_are_named_and_add_up():

@@ -9,14 +9,16 @@ import pytest
 
 import jaxstark as js
 from jaxstark.examples import Alu, alu_trace
-from jaxstark.prover import fork_table, initial_transcript, public_array
+from jaxstark.protocol.layout import fri_num_layers
+from jaxstark.protocol.statement import public_array
 from jaxstark.rounds import r4_deep_fri
 from jaxstark.rounds.domain import make_domain
+from jaxstark.rounds.r0_statement import fork_table, initial_transcript
 from jaxstark.rounds.r1_aux_commit import aux_commit, logup_challenges
 from jaxstark.rounds.r1_trace_commit import trace_commit
 from jaxstark.rounds.r2_composition import composition
 from jaxstark.rounds.r3_ood import OutOfDomain, out_of_domain
-from jaxstark.rounds.r4_deep_fri import deep_fri, fri_num_layers
+from jaxstark.rounds.r4_deep_fri import deep_fri
 from jaxstark.rounds.r5_queries import queries
 from jaxstark.transcript import Transcript
 

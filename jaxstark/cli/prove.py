@@ -33,7 +33,7 @@ from jaxstark.examples import TABLE_EXAMPLES, example_tables
 from jaxstark.hash import HASHES
 from jaxstark.memory.plan import _size
 from jaxstark.progress import RoundTimes, TerminalProgress, combine
-from jaxstark.rounds.r4_deep_fri import num_deep_terms
+from jaxstark.protocol.layout import num_deep_terms
 
 PROVE_HELP = """Prove a statement: an example (--example, --log-rows) or your own AIRs with their
 traces (--air MODULE:CLASS --trace FILE.npy [--public A,B]; repeat the three for several tables

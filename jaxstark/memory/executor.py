@@ -1,6 +1,6 @@
 """Running rounds through one schedule, abstractly (planning) or for real (proving).
 
-The prover's data flow is written once (:func:`jaxstark.prover._schedule`) against an
+The prover's data flow is written once (:func:`jaxstark.schedule.schedule`) against an
 *executor*. :class:`Planner` runs it on abstract values: each round is lowered for its device
 with ``jax.ShapeDtypeStruct`` arguments and compiled (``jit(...).lower(...).compile()``); XLA's
 ``memory_analysis()`` gives the round's argument, output, temporary and aliased bytes, and the
@@ -28,10 +28,11 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
+from jaxstark import faults, lde, ntt
 from jaxstark.errors import DeviceFailure
 from jaxstark.progress import RoundEvent
-from jaxstark.rounds.r4_deep_fri import fri_num_layers
-from jaxstark.testing import faults
+from jaxstark.rounds import ROUNDS, STATEMENT, TRACE_COMMIT
+from jaxstark.rounds.domain import make_domain
 
 __all__ = [
     "Planner", "Runner", "RoundMemory", "dispatch_count", "compiled_for", "placements", "clear_caches", "FALLBACK_ENV",
@@ -59,8 +60,6 @@ def clear_caches() -> int:
     proves many shapes (a notebook exploring memory, a test run) holds each shape's
     executables until then; afterwards the next proof of a shape compiles again, or loads
     from JAX's persistent compilation cache where one is configured."""
-    from jaxstark import lde, ntt
-
     dropped = len(_COMPILED)
     _COMPILED.clear()
     _GROUPED.clear()
@@ -207,8 +206,6 @@ class _Executor:
         return fn, static, shardings
 
     def _host_domain(self, log_n: int, blowup: int):
-        from jaxstark.rounds.domain import make_domain
-
         with jax.default_device(jax.local_devices(backend="cpu")[0]):  # tables are built on the host (cached per shape)
             return make_domain(log_n, blowup)
 
@@ -320,7 +317,7 @@ class Runner(_Executor):
         self.diagnostic = diagnostic
         # progress: (callback, the plan) -- the callback gets a RoundEvent as each round starts and ends
         self.progress, self.step = progress, 0
-        self.last: tuple[int | None, str] = (None, "statement")  # the round dispatched last
+        self.last: tuple[int | None, str] = (None, STATEMENT)  # the round dispatched last
 
     def domain(self, table: int, log_n: int, blowup: int):
         host = self._host_domain(log_n, blowup)
@@ -328,7 +325,7 @@ class Runner(_Executor):
         try:
             return self._to_device(host, shardings)
         except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
-            self._failed(exc, table, "trace commit", faults.TO_DEVICE)
+            self._failed(exc, table, TRACE_COMMIT, faults.TO_DEVICE)
             return host  # test-only fallback: the tables stay on the host
 
     def run(
@@ -339,8 +336,8 @@ class Runner(_Executor):
         are copied to the unit's device(s) (fault site "host to device"), the round runs (fault
         site ``name``); a device failure in either raises :class:`DeviceFailure` with the plan's
         diagnostic (or, under the test-only fallback, the round is recomputed on the host)."""
-        layers = fri_num_layers(args[0].log_n, static["final_degree"]) if name == "DEEP + FRI" else 0
-        sites = (name, *faults.stages(name, layers))
+        spec = ROUNDS.get(name)
+        sites = (name,) if spec is None else (name, *spec.stage_sites(spec.fri_layers(args, static)))
         fn, static, shardings = self._round(table, fn, args, static, axes, vmap)
         exe = compiled_for(fn, static, args, shardings)
         _DISPATCHES[name] = _DISPATCHES.get(name, 0) + 1
@@ -398,7 +395,7 @@ class Runner(_Executor):
             faults.check(faults.TO_HOST)
             if jax.process_count() == 1:
                 return jax.device_get(tree)
-            from jax.experimental import multihost_utils
+            from jax.experimental import multihost_utils  # only a run over several processes loads it
 
             return multihost_utils.process_allgather(tree, tiled=True)
         except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly

@@ -1,6 +1,6 @@
 """The closed-form memory model: a table's device sets as arithmetic on its shape, compiling nothing.
 
-:func:`model` mirrors :func:`jaxstark.prover.schedule` for one table -- the same rounds, the same
+:func:`model` mirrors :func:`jaxstark.schedule.schedule` for one table -- the same rounds, the same
 buffers held between them, the same arguments and outputs, each a named term computed exactly
 from the shape -- and adds each round's XLA temporaries as a linear form in the round's data
 sizes, with coefficients per backend (:data:`TEMP_COEFFS`) fitted to ``memory_analysis()`` of
@@ -19,10 +19,24 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
+
 from jaxstark.air import AIR
 from jaxstark.config import StarkConfig
 from jaxstark.poly import COLUMN_BLOCK
-from jaxstark.rounds.r4_deep_fri import fri_num_layers
+from jaxstark.progress import format_bytes
+from jaxstark.protocol.layout import fri_num_layers
+from jaxstark.rounds import (
+    AUX_COMMIT,
+    COMPOSITION,
+    DEEP_FRI,
+    FORK,
+    LOGUP_CHALLENGES,
+    OUT_OF_DOMAIN,
+    QUERIES,
+    STATEMENT,
+    TRACE_COMMIT,
+)
 from jaxstark.transcript import grind_batch
 
 __all__ = ["ModelRound", "TableModel", "model", "features", "FEATURES", "ROUND_FEATURES", "TEMP_COEFFS", "FIT_QUALITY"]
@@ -40,15 +54,15 @@ BIG_LDE_ROWS = 1 << 22  # LDE rows from which the "L*c*big" feature counts (see 
 # shapes a step at 2^22 fits better than one at 2^21). No shape wider than 64 columns at 2^22+ LDE
 # rows has been recorded: there the term is an extrapolation, likely on the high side.
 ROUND_FEATURES: dict[str, tuple[str, ...]] = {
-    "statement": ("1",),
-    "trace commit": ("L", "L*logL", "L*c", "n*c", "1"),
-    "logup challenges": ("1",),
-    "aux commit": ("L", "L*a", "n*c", "n*a", "1"),
-    "fork": ("1",),
-    "composition": ("L", "L*c", "L*c*P", "L*c*big", "L*a", "L*P", "n*P", "1"),
-    "out-of-domain": ("n", "n*c", "n*cu", "n*a", "n*P", "1"),
-    "DEEP + FRI": ("L", "L*logL", "L*c", "L*cu", "L*a", "L*P", "1"),
-    "queries": ("L", "grind", "1"),
+    STATEMENT: ("1",),
+    TRACE_COMMIT: ("L", "L*logL", "L*c", "n*c", "1"),
+    LOGUP_CHALLENGES: ("1",),
+    AUX_COMMIT: ("L", "L*a", "n*c", "n*a", "1"),
+    FORK: ("1",),
+    COMPOSITION: ("L", "L*c", "L*c*P", "L*c*big", "L*a", "L*P", "n*P", "1"),
+    OUT_OF_DOMAIN: ("n", "n*c", "n*cu", "n*a", "n*P", "1"),
+    DEEP_FRI: ("L", "L*logL", "L*c", "L*cu", "L*a", "L*P", "1"),
+    QUERIES: ("L", "grind", "1"),
 }
 FEATURES = ("n", "L", "L*logL", "L*c", "L*c*P", "L*a", "L*P", "n*c", "n*a", "n*P", "L*cu", "n*cu", "L*c*big",
             "grind", "1")  # fmt: skip
@@ -192,8 +206,6 @@ class TableModel:
         return dict(fields, rounds=rounds, binding=self.binding.name, peak_bytes=self.peak, fit_quality=fit)
 
     def __str__(self) -> str:
-        from jaxstark.memory.plan import _size
-
         aux = f" + {self.aux_columns} aux" if self.aux_columns else ""
         head = f"{'round':18}" + "".join(f" {c:>12}" for c in ("held before", "arguments", "outputs", "temporaries"))
         head += f" {'device set':>12}"
@@ -205,9 +217,10 @@ class TableModel:
         for r in self.rounds:
             values = (r.held_bytes, r.argument_bytes, r.output_bytes, r.temporaries, r.total)
             lines.append(
-                f"{r.name:18}" + "".join(f" {_size(v):>12}" for v in values) + ("  <- binding" if r is b else "")
+                f"{r.name:18}" + "".join(f" {format_bytes(v):>12}" for v in values) + ("  <- binding" if r is b else "")
             )
-        lines.append(f"peak {_size(b.total)} ({b.name}); temporaries fitted: {FIT_QUALITY.get(self.backend, 'custom')}")
+        fit = FIT_QUALITY.get(self.backend, "custom")
+        lines.append(f"peak {format_bytes(b.total)} ({b.name}); temporaries fitted: {fit}")
         return "\n".join(lines)
 
 
@@ -239,8 +252,6 @@ def model(
     ``group`` times a chunk's (an estimate: XLA's temporaries of a vmapped round were fitted on
     single tables)."""
     if backend is None:
-        import jax
-
         backend = "cpu" if jax.default_backend() == "cpu" else "gpu"
     c = width if width is not None else air.width
     a = aux_columns if aux_columns is not None else (air.num_aux_columns if air is not None else 0)
@@ -309,16 +320,16 @@ def model(
         held.extend([*outs, new_tr])
         tr[0] = new_tr
 
-    step("statement", [public], [])
-    step("trace commit", [trace, domain], main)
+    step(STATEMENT, [public], [])
+    step(TRACE_COMMIT, [trace, domain], main)
     challenges = _Buf("LogUp challenges", 48)
     if a:
-        step("logup challenges", [], [challenges])
-        step("aux commit", [trace, domain, challenges], aux)
-    step("fork", [buf("table index", 8)], [])
+        step(LOGUP_CHALLENGES, [], [challenges])
+        step(AUX_COMMIT, [trace, domain, challenges], aux)
+    step(FORK, [buf("table index", 8)], [])
     logup = [challenges, aux[3]] if a else []
-    step("composition", [domain, main[0], *aux[:1], *logup, public], comp)
-    step("out-of-domain", [main[1], *aux[1:2], comp[0]], ood)
-    step("DEEP + FRI", [domain, main[0], *aux[:1], comp[1], *ood], fri)
-    step("queries", [*main, *aux, *comp, *fri], [buf("openings", opened, 8 + 2 * layers)])
+    step(COMPOSITION, [domain, main[0], *aux[:1], *logup, public], comp)
+    step(OUT_OF_DOMAIN, [main[1], *aux[1:2], comp[0]], ood)
+    step(DEEP_FRI, [domain, main[0], *aux[:1], comp[1], *ood], fri)
+    step(QUERIES, [*main, *aux, *comp, *fri], [buf("openings", opened, 8 + 2 * layers)])
     return TableModel(log_n, c, a, p, config.blowup, backend, tuple(rounds), rows_log2 - log_n, g)

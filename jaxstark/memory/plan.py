@@ -40,19 +40,12 @@ from jaxstark.config import StarkConfig
 from jaxstark.errors import DeviceBudgetExceeded, ShapeError
 from jaxstark.memory.budget import _POSTURE_VARS, ENV_BUDGET, Budget, allocator_posture, device_budget, live_memory
 from jaxstark.memory.executor import CHUNK_AXIS, PLANNING, Planner, RoundMemory, device_label
+from jaxstark.memory.model import model
 from jaxstark.ntt import _target_device
+from jaxstark.progress import format_bytes as _size
+from jaxstark.schedule import check_shape, schedule, table_chunks
 
 __all__ = ["Plan", "TablePlan", "plan", "plan_checked"]
-
-GIB = 2**30
-
-
-def _size(b: int) -> str:
-    """Bytes in a readable unit (GiB, MiB or KiB)."""
-    for unit, scale in (("GiB", GIB), ("MiB", 2**20)):
-        if abs(b) >= scale:
-            return f"{b / scale:.2f} {unit}"
-    return f"{b / 1024:.1f} KiB"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,8 +242,6 @@ def _placement(us, airs, config: StarkConfig, default: jax.Device, spread: tuple
 
 
 def _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order) -> list[RoundMemory]:
-    from jaxstark.prover import schedule
-
     planner = Planner(devices, default, meshes)
     u64 = jnp.uint64
     traces = [jax.ShapeDtypeStruct((1 << log_n, air.width), u64) for air, log_n in zip(airs, log_ns, strict=True)]
@@ -329,8 +320,6 @@ def _plan_checked(airs, log_ns, config, device, chunks, fixed) -> Plan:
 
 
 def _splits(air: AIR, log_rows: int, config: StarkConfig) -> bool:
-    from jaxstark.prover import check_shape
-
     try:
         check_shape(air, log_rows, config, "chunk")
     except (ValueError, ShapeError):
@@ -380,8 +369,6 @@ def _one_group_fits(airs, log_ns, config, device, chunks, least) -> bool:
     """Whether the closed-form model (:mod:`jaxstark.memory.model`) expects every split table to
     fit in one group, with a fifth of the budget to spare: then that plan is tried first (one
     compilation instead of two when it fits)."""
-    from jaxstark.memory.model import model
-
     target = device[0]
     backend = "cpu" if target.platform == "cpu" else "gpu" if target.platform in ("gpu", "cuda", "rocm") else None
     if backend is None:
@@ -446,8 +433,6 @@ def plan(
     or the log2 of the row count. Compiles every round for its device (the executables are
     reused by :func:`jaxstark.prove`); dispatches nothing. ``progress`` is called with a
     :class:`~jaxstark.progress.RoundEvent` for every round compiled."""
-    from jaxstark.prover import check_shape, table_chunks
-
     config = config or StarkConfig()
     entries = [(tables, rows)] if isinstance(tables, AIR) else list(tables)
     airs, log_ns = [], []

@@ -3,4 +3,147 @@ aux), composition, out-of-domain evaluation, DEEP + FRI, queries. Each round is 
 function from PyTree to PyTree, so the memory planner can lower and compile it on abstract
 shapes; each is jitted with ``keep_unused=True``, so XLA's argument figure counts every buffer
 the round is handed (the planner checks this).
+
+The registry: every step the prover dispatches (:func:`jaxstark.schedule.schedule`) as a
+:class:`Round` in :data:`ROUNDS`, under the name that plans, progress events, diagnostics and
+fault sites use (:data:`STATEMENT`, :data:`TRACE_COMMIT`, ...), with the jitted function, its
+static arguments, what it returns for later rounds, and the stages its executable runs
+(:data:`STAGES`).
 """
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from jaxstark.config import StarkConfig
+from jaxstark.protocol.layout import fri_num_layers
+from jaxstark.rounds.r0_statement import fork_table, initial_transcript
+from jaxstark.rounds.r1_aux_commit import AuxCommitment, aux_commit, aux_commit_group, logup_challenges
+from jaxstark.rounds.r1_trace_commit import TraceCommitment, trace_commit, trace_commit_group
+from jaxstark.rounds.r2_composition import Composition, composition
+from jaxstark.rounds.r3_ood import OutOfDomain, out_of_domain
+from jaxstark.rounds.r4_deep_fri import FriCommitment, deep_fri
+from jaxstark.rounds.r5_queries import Openings, queries
+
+__all__ = [
+    "Round", "ROUNDS", "STAGES", "CONFIG_STATICS", "STATEMENT", "TRACE_COMMIT", "TRACE_COMMIT_AGAIN",
+    "LOGUP_CHALLENGES", "AUX_COMMIT", "AUX_COMMIT_AGAIN", "FORK", "COMPOSITION", "OUT_OF_DOMAIN", "DEEP_FRI",
+    "QUERIES",
+]  # fmt: skip
+
+STATEMENT = "statement"
+TRACE_COMMIT = "trace commit"
+TRACE_COMMIT_AGAIN = "trace commit again"
+LOGUP_CHALLENGES = "logup challenges"
+AUX_COMMIT = "aux commit"
+AUX_COMMIT_AGAIN = "aux commit again"
+FORK = "fork"
+COMPOSITION = "composition"
+OUT_OF_DOMAIN = "out-of-domain"
+DEEP_FRI = "DEEP + FRI"
+QUERIES = "queries"
+
+# the stages inside the rounds' executables (one call per stage a dispatch runs)
+STAGES: dict[str, str] = {
+    "LDE": "a coset low-degree extension: the main and aux traces, the composition parts",
+    "tree build": "a Merkle tree: main, aux, composition parts, each FRI layer",
+    "aux build": "the LogUp aux columns from the trace and the challenges",
+    "DEEP": "the DEEP sum over the LDE",
+    "FRI fold": "one FRI fold (a call per layer)",
+    "grinding": "the proof-of-work search",
+    "query gather": "the opened rows and their Merkle paths",
+}
+
+# a round's static argument -> the StarkConfig field it is read from
+CONFIG_STATICS: dict[str, str] = {
+    "hash_name": "hash",
+    "final_degree": "fri_final_degree",
+    "grinding_bits": "grinding_bits",
+    "num_queries": "num_queries",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Round:
+    """One step the prover dispatches. ``fn`` is jitted; ``group_fn``, when set, proves a group of
+    row chunks itself (a leading group axis on the trace) instead of being run under ``vmap``."""
+
+    name: str
+    fn: Callable
+    statics: tuple[str, ...]  # its static keyword arguments
+    outputs: tuple[str, ...]  # what it returns besides the transcript, for later rounds or the proof
+    description: str
+    stages: tuple[str, ...] = ()  # the stages its executable runs, in order
+    layer_stages: tuple[str, ...] = ()  # ... then these, once per FRI layer
+    layers: Callable[[tuple, dict], int] | None = None  # a dispatch's FRI layers, from its arguments and statics
+    group_fn: Callable | None = None
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in (*self.stages, *self.layer_stages) if s not in STAGES]
+        if unknown:
+            raise ValueError(f"round {self.name!r}: unknown stages {unknown}; the stages are {list(STAGES)}")
+
+    def static(self, config: StarkConfig, /, **given) -> dict:
+        """The round's static arguments: ``given``, and the rest read from ``config``
+        (:data:`CONFIG_STATICS`)."""
+        unknown = sorted(set(given) - set(self.statics))
+        if unknown:
+            raise TypeError(f"round {self.name!r} takes the statics {list(self.statics)}, not {unknown}")
+        out = {}
+        for name in self.statics:
+            if name in given:
+                out[name] = given[name]
+            elif name in CONFIG_STATICS:
+                out[name] = getattr(config, CONFIG_STATICS[name])
+            else:
+                raise TypeError(f"round {self.name!r} needs the static {name!r}")
+        return out
+
+    def fri_layers(self, args: tuple, static: dict) -> int:
+        """The FRI layers a dispatch with these arguments and statics runs (0 outside DEEP + FRI)."""
+        return 0 if self.layers is None else self.layers(args, static)
+
+    def stage_sites(self, fri_layers: int = 0) -> tuple[str, ...]:
+        """The stages a dispatch runs, in order (``fri_layers``: its FRI folds, each with its tree)."""
+        return (*self.stages, *self.layer_stages * fri_layers)
+
+
+def _fields(module_type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(module_type))
+
+
+def _deep_fri_layers(args: tuple, static: dict) -> int:
+    return fri_num_layers(args[0].log_n, static["final_degree"])  # args[0]: the Domain
+
+
+_COMMIT_STAGES = ("LDE", "tree build")
+_AUX_STAGES = ("aux build", "LDE", "tree build")
+
+ROUNDS: dict[str, Round] = {
+    r.name: r
+    for r in (
+        Round(STATEMENT, initial_transcript, ("airs", "config", "log_ns", "chunks"), (),
+              "the statement absorbed into the transcript"),
+        Round(TRACE_COMMIT, trace_commit, ("hash_name",), _fields(TraceCommitment),
+              "LDE of the main trace and its Merkle tree", _COMMIT_STAGES, group_fn=trace_commit_group),
+        Round(TRACE_COMMIT_AGAIN, trace_commit_group, ("hash_name",), _fields(TraceCommitment),
+              "the same, recomputed for a group of row chunks before its rounds 2-5", _COMMIT_STAGES,
+              group_fn=trace_commit_group),
+        Round(LOGUP_CHALLENGES, logup_challenges, (), ("challenges",), "the LogUp challenges drawn"),
+        Round(AUX_COMMIT, aux_commit, ("air", "hash_name"), _fields(AuxCommitment),
+              "LogUp aux columns built, their LDE and Merkle tree", _AUX_STAGES, group_fn=aux_commit_group),
+        Round(AUX_COMMIT_AGAIN, aux_commit_group, ("air", "hash_name"), _fields(AuxCommitment),
+              "the same, recomputed for a group of row chunks", _AUX_STAGES, group_fn=aux_commit_group),
+        Round(FORK, fork_table, (), (), "a table's (or chunk's) transcript forked"),
+        Round(COMPOSITION, composition, ("air", "hash_name"), _fields(Composition),
+              "the constraints over the LDE, the composition parts and their tree", _COMMIT_STAGES),
+        Round(OUT_OF_DOMAIN, out_of_domain, ("log_n",), _fields(OutOfDomain),
+              "every polynomial evaluated at the out-of-domain point"),
+        Round(DEEP_FRI, deep_fri, ("hash_name", "final_degree"), _fields(FriCommitment),
+              "the DEEP sum over the LDE, each FRI fold and its tree, the final polynomial", ("DEEP",),
+              ("FRI fold", "tree build"), _deep_fri_layers),
+        Round(QUERIES, queries, ("grinding_bits", "num_queries", "log_size"), _fields(Openings),
+              "grinding, query indices, the opened rows and their Merkle paths", ("grinding", "query gather")),
+    )
+}  # fmt: skip

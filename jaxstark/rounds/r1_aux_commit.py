@@ -24,10 +24,12 @@ from jaxstark.air import AIR
 from jaxstark.lde import _interpolate_extend
 from jaxstark.logup import build_aux
 from jaxstark.merkle import _build
+from jaxstark.protocol import fiat_shamir as fs
+from jaxstark.protocol.fiat_shamir import absorb_aux
 from jaxstark.rounds.domain import Domain
 from jaxstark.transcript import Transcript
 
-__all__ = ["AuxCommitment", "aux_commit", "aux_commit_group", "logup_challenges", "absorb_aux"]
+__all__ = ["AuxCommitment", "aux_commit", "aux_commit_group", "logup_challenges"]
 
 
 class AuxCommitment(eqx.Module):
@@ -45,12 +47,7 @@ class AuxCommitment(eqx.Module):
 @functools.partial(jax.jit, keep_unused=True)
 def logup_challenges(tr: Transcript) -> tuple[Transcript, UInt64[Array, " 2 3"]]:
     """``(beta, gamma)``, drawn once after every main commitment."""
-    return tr.challenge_ext("logup challenges", 2)
-
-
-def absorb_aux(tr: Transcript, root: UInt8[Array, " 32"], sums: UInt64[Array, " buses 3"]) -> Transcript:
-    """The round's absorbs (shared with the verifier's replay)."""
-    return tr.absorb_digest("aux root", root).absorb_ext("bus sums", sums)
+    return fs.logup_challenges(tr)
 
 
 def _commit(trace: UInt64[Array, " n c"], domain: Domain, challenges: UInt64[Array, " 2 3"], air: AIR,

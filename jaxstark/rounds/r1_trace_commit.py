@@ -17,10 +17,11 @@ from jaxtyping import Array, UInt8, UInt64
 
 from jaxstark.lde import _interpolate_extend
 from jaxstark.merkle import _build
+from jaxstark.protocol.fiat_shamir import absorb_trace
 from jaxstark.rounds.domain import Domain
 from jaxstark.transcript import Transcript
 
-__all__ = ["TraceCommitment", "trace_commit", "trace_commit_group", "absorb_trace"]
+__all__ = ["TraceCommitment", "trace_commit", "trace_commit_group"]
 
 
 class TraceCommitment(eqx.Module):
@@ -36,11 +37,6 @@ class TraceCommitment(eqx.Module):
 def _commit(trace: UInt64[Array, " n c"], domain: Domain, hash_name: str) -> TraceCommitment:
     coeffs, lde = _interpolate_extend(trace, domain.lde)
     return TraceCommitment(lde, coeffs, _build(lde, hash_name))
-
-
-def absorb_trace(tr: Transcript, root: UInt8[Array, " 32"]) -> Transcript:
-    """The round's absorb (shared with the verifier's replay)."""
-    return tr.absorb_digest("trace root", root)
 
 
 @functools.partial(jax.jit, static_argnames="hash_name", keep_unused=True)

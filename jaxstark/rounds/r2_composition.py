@@ -25,7 +25,6 @@ every constraint evaluation.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
 
 import equinox as eqx
 import jax
@@ -33,15 +32,18 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, UInt8, UInt64
 
-from jaxstark.air import AIR, Val
+from jaxstark.air import AIR
 from jaxstark.field import goldilocks as gl
+from jaxstark.field.val import Val
 from jaxstark.lde import _coset_interpolate, _evaluate_core, _lde_core
-from jaxstark.logup import AuxFrame, aux_constraints
+from jaxstark.logup import AuxFrame
 from jaxstark.merkle import _build
+from jaxstark.protocol import fiat_shamir as fs
+from jaxstark.protocol.algebra import combine_constraints
 from jaxstark.rounds.domain import Domain
 from jaxstark.transcript import Transcript
 
-__all__ = ["Composition", "composition", "combine_constraints", "periodic_values", "num_constraints"]
+__all__ = ["Composition", "composition", "periodic_values"]
 
 
 class Composition(eqx.Module):
@@ -55,11 +57,6 @@ class Composition(eqx.Module):
         return self.nodes[1]
 
 
-def num_constraints(air: AIR) -> int:
-    boundary = air.boundary(tuple(range(air.num_public_inputs)))
-    return len(air.constraint_degrees()) + len(boundary) + air.num_aux_columns
-
-
 def periodic_values(air: AIR, domain: Domain) -> list[Array]:
     """Each periodic column evaluated on the LDE (the LDE of the column repeated to n rows)."""
     out = []
@@ -67,52 +64,6 @@ def periodic_values(air: AIR, domain: Domain) -> list[Array]:
         reps = jnp.tile(jnp.asarray(col), domain.n // len(col))[:, None]
         out.append(_lde_core(reps, domain.lde)[:, 0])
     return out
-
-
-def combine_constraints(
-    air: AIR,
-    log_n: int,
-    x: Val,
-    zn_inv: Val,
-    inverse: Callable[[Val], Val],
-    cur: Sequence[Val],
-    nxt: Sequence[Val],
-    periodic: Sequence[Val],
-    pub: Sequence[Val],
-    alphas: Sequence[Val],
-    aux: AuxFrame | None = None,
-) -> Val:
-    """``sum_i alpha_i Q_i(x)`` over every constraint quotient at the point(s) ``x``, given
-    ``zn_inv = 1 / (x^n - 1)``, a batch-capable ``inverse`` and, for a table with interactions,
-    its aux frame. Written with operators only: the prover calls it with :class:`Val` arrays
-    over the whole LDE, the verifier with :class:`~jaxstark.field.host.HostVal` scalars at
-    ``z``."""
-    n = 1 << log_n
-    degrees = air.constraint_degrees()
-    constraints = air.transition(cur, nxt, periodic, pub)
-    if len(constraints) != len(degrees):
-        raise ValueError(
-            f"{air.name}.transition returned {len(constraints)} constraints but constraint_degrees() lists "
-            f"{len(degrees)}"
-        )
-    g = gl.root_of_unity(log_n)
-    # a row-local AIR constrains every row; otherwise the last row's frame wraps and is excluded
-    factor = zn_inv if air.row_local else (x - pow(g, n - 1, gl.P)) * zn_inv
-    quotients = [c * factor for c in constraints]
-    inverses: dict[int, Val] = {}
-    for col, row, value in air.boundary(pub):
-        r = row % n
-        if r not in inverses:
-            inverses[r] = inverse(x - pow(g, r, gl.P))
-        quotients.append((cur[col] - value) * inverses[r])
-    if air.num_aux_columns:
-        quotients += [a * zn_inv for a in aux_constraints(air, log_n, cur, aux)]
-    acc = None
-    for alpha, q in zip(alphas, quotients, strict=True):
-        acc = alpha * q if acc is None else acc + alpha * q
-    if acc is None:
-        raise ValueError(f"{air.name} has no constraints (transition, boundary or interactions): nothing to prove")
-    return acc
 
 
 def _ext_columns(a: Array) -> list[Val]:
@@ -136,7 +87,7 @@ def composition(
     without interactions."""
     n, b = domain.n, domain.blowup
     pub = [Val(public[i]) for i in range(public.shape[0])]
-    tr, alphas = tr.challenge_ext("composition alphas", num_constraints(air))
+    tr, alphas = fs.composition_alphas(tr, air)
     xs = domain.points()
     cur = [Val(lde[:, i]) for i in range(lde.shape[1])]
     nxt_lde = jnp.roll(lde, -b, axis=0)
@@ -164,5 +115,5 @@ def composition(
     parts_coeffs = jnp.transpose(coeffs[: parts * n].reshape(parts, n, 3), (1, 0, 2))
     parts_lde = _evaluate_core(parts_coeffs, domain.lde)
     nodes = _build(parts_lde, hash_name)
-    tr = tr.absorb_digest("composition root", nodes[1])
+    tr = fs.absorb_composition(tr, nodes[1])
     return Composition(parts_coeffs, parts_lde, nodes, excess), tr

@@ -20,9 +20,10 @@ from jaxtyping import Array, UInt64
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
 from jaxstark.poly import _evaluate
+from jaxstark.protocol import fiat_shamir as fs
 from jaxstark.transcript import Transcript
 
-__all__ = ["OutOfDomain", "out_of_domain", "absorb_ood"]
+__all__ = ["OutOfDomain", "out_of_domain"]
 
 
 class OutOfDomain(eqx.Module):
@@ -34,14 +35,6 @@ class OutOfDomain(eqx.Module):
     aux_zg: UInt64[Array, " a 3"]
 
 
-def absorb_ood(tr: Transcript, trace_z, trace_zg, parts_z, aux_z, aux_zg) -> Transcript:
-    """The round's absorbs (shared with the verifier's replay)."""
-    tr = tr.absorb_ext("ood trace z", trace_z).absorb_ext("ood trace zg", trace_zg).absorb_ext("ood parts z", parts_z)
-    if aux_z.shape[0]:
-        tr = tr.absorb_ext("ood aux z", aux_z).absorb_ext("ood aux zg", aux_zg)
-    return tr
-
-
 @functools.partial(jax.jit, static_argnames="log_n", keep_unused=True)
 def out_of_domain(
     trace_coeffs: UInt64[Array, " n c"],
@@ -51,7 +44,7 @@ def out_of_domain(
     *,
     log_n: int,
 ) -> tuple[OutOfDomain, Transcript]:
-    tr, z = tr.challenge_ext("ood point")
+    tr, z = fs.ood_point(tr)
     g = jnp.asarray(np.uint64(gl.root_of_unity(log_n)))
     zg = fext._mul_base(z, g)
     trace_z = _evaluate(trace_coeffs, z, False)
@@ -62,5 +55,5 @@ def out_of_domain(
     else:
         ext_coeffs = aux_coeffs.reshape(aux_coeffs.shape[0], -1, 3)
         aux_z, aux_zg = _evaluate(ext_coeffs, z, True), _evaluate(ext_coeffs, zg, True)
-    tr = absorb_ood(tr, trace_z, trace_zg, parts_z, aux_z, aux_zg)
+    tr = fs.absorb_ood(tr, trace_z, trace_zg, parts_z, aux_z, aux_zg)
     return OutOfDomain(z, trace_z, trace_zg, parts_z, aux_z, aux_zg), tr

@@ -50,18 +50,21 @@ from jaxtyping import Array, Bool, UInt8, UInt64
 
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
+from jaxstark.field.val import Val
 from jaxstark.hash.interface import DIGEST_BYTES
 from jaxstark.lde import _coset_interpolate
 from jaxstark.merkle import _build
 from jaxstark.ntt import _make_tables
 from jaxstark.poly import sum_column_blocks
+from jaxstark.protocol import fiat_shamir as fs
+from jaxstark.protocol.algebra import deep_value, deep_weights, fold_pair
+from jaxstark.protocol.layout import fri_num_layers, num_deep_terms
 from jaxstark.rounds.domain import Domain
 from jaxstark.rounds.r3_ood import OutOfDomain
 from jaxstark.transcript import Transcript, encode_label
 
-__all__ = ["FriCommitment", "deep_fri", "fri_num_layers", "deep_combine", "fold_pair", "num_deep_terms"]
+__all__ = ["FriCommitment", "deep_fri", "deep_combine"]
 
-INV2 = np.uint64((gl.P + 1) // 2)
 SCAN_LAYERS_BELOW = 1 << 10  # FRI layers of at most this many evaluations share one scanned step
 
 
@@ -70,11 +73,6 @@ class FriCommitment(eqx.Module):
     nodes: tuple[UInt8[Array, " two_h 32"], ...]
     final: UInt64[Array, " d 3"]
     excess: Bool[Array, ""]
-
-
-def fri_num_layers(log_n: int, final_degree: int) -> int:
-    """Folds until the degree bound ``n / 2^K`` is at most ``final_degree``."""
-    return max(0, log_n - (final_degree.bit_length() - 1))
 
 
 def _dot_base_ext(t: Array, g: Array) -> Array:
@@ -95,16 +93,11 @@ def _dot_ext_ext(h: Array, g: Array) -> Array:
     return gl._sum(fext._mul(h, g), -2)
 
 
-def num_deep_terms(c: int, parts: int, aux: int) -> int:
-    return 2 * c + parts + 2 * aux
-
-
 def deep_combine(xs, trace_rows, aux_rows, parts_rows, ood: OutOfDomain, g_pows, zg):
     """D at points ``xs`` (base, (q,)) from trace rows (q, c), aux rows (q, a, 3) and part rows
-    (q, P, 3). Used by the prover over the whole LDE and by the verifier at the queried points."""
+    (q, P, 3) (:func:`~jaxstark.protocol.algebra.deep_value`), over the whole LDE."""
     c, parts, a = trace_rows.shape[-1], parts_rows.shape[-2], aux_rows.shape[-2]
-    g1, g2, g3 = g_pows[:c], g_pows[c : 2 * c], g_pows[2 * c : 2 * c + parts]
-    g4, g5 = g_pows[2 * c + parts : 2 * c + parts + a], g_pows[2 * c + parts + a :]
+    g1, g2, g3, g4, g5 = deep_weights(g_pows, c, parts, a)
     const_z = fext._add(_dot_ext_ext(ood.trace_z, g1), _dot_ext_ext(ood.parts_z, g3))
     const_zg = _dot_ext_ext(ood.trace_zg, g2)
     num_z = fext._sub(fext._add(_dot_base_ext(trace_rows, g1), _dot_ext_ext(parts_rows, g3)), const_z)
@@ -112,17 +105,13 @@ def deep_combine(xs, trace_rows, aux_rows, parts_rows, ood: OutOfDomain, g_pows,
     if a:
         num_z = fext._add(num_z, fext._sub(_dot_ext_ext(aux_rows, g4), _dot_ext_ext(ood.aux_z, g4)))
         num_zg = fext._add(num_zg, fext._sub(_dot_ext_ext(aux_rows, g5), _dot_ext_ext(ood.aux_zg, g5)))
-    x = fext._embed(xs)
-    inv_z = fext._batch_inv(fext._sub(x, ood.z))
-    inv_zg = fext._batch_inv(fext._sub(x, zg))
-    return fext._add(fext._mul(num_z, inv_z), fext._mul(num_zg, inv_zg))
+    inverse = lambda d: Val(fext._batch_inv(d.v), True)  # noqa: E731
+    return deep_value(Val(xs), Val(ood.z, True), Val(zg, True), Val(num_z, True), Val(num_zg, True), inverse).v
 
 
-def fold_pair(a: Array, b: Array, x_inv: Array, beta: Array) -> Array:
-    """One binary FRI fold of the pair (f(x), f(-x)) = (a, b) with ``x_inv = 1/x``."""
-    even = fext._add(a, b)
-    odd = fext._mul_base(fext._sub(a, b), x_inv)
-    return fext._mul_base(fext._add(even, fext._mul(odd, beta)), INV2)
+def _fold(a: Array, b: Array, x_inv: Array, beta: Array) -> Array:
+    """:func:`~jaxstark.protocol.algebra.fold_pair` on arrays."""
+    return fold_pair(Val(a, True), Val(b, True), Val(x_inv), Val(beta, True)).v
 
 
 @functools.partial(jax.jit, static_argnames=("hash_name", "final_degree"), keep_unused=True)
@@ -140,7 +129,7 @@ def deep_fri(
     c, parts = trace_lde.shape[1], parts_lde.shape[1]
     size = trace_lde.shape[0]
     aux_rows = jnp.zeros((size, 0, 3), jnp.uint64) if aux_lde is None else aux_lde.reshape(size, -1, 3)
-    tr, gamma = tr.challenge_ext("deep gamma")
+    tr, gamma = fs.deep_gamma(tr)
     g_pows = fext._powers(gamma, num_deep_terms(c, parts, aux_rows.shape[1]))
     zg = fext._mul_base(ood.z, np.uint64(gl.root_of_unity(domain.log_n)))
     f = deep_combine(domain.points(), trace_lde, aux_rows, parts_lde, ood, g_pows, zg)
@@ -151,7 +140,7 @@ def deep_fri(
     k = 0
     while k < layers and (f.shape[0] > SCAN_LAYERS_BELOW or tr.annotated):
         m = f.shape[0]
-        labels = (f"fri layer {k}", f"fri beta {k}")
+        labels = fs.fri_labels(k)
         tr, leaf, tree, f = _commit_and_fold(
             tr, f[: m // 2], f[m // 2 :], 1, labels, _w_inv(m), _s_inv(offset, k), hash_name
         )
@@ -169,7 +158,7 @@ def deep_fri(
     coeffs = _coset_interpolate(f, _make_tables(log_m), pow(offset, 1 << layers, gl.P))
     excess = jnp.any(coeffs[d_f:] != np.uint64(0))
     final = coeffs[:d_f]
-    tr = tr.absorb_ext("fri final poly", final)
+    tr = fs.absorb_fri_final(tr, final)
     return FriCommitment(tuple(leaves), tuple(nodes), final, excess), tr
 
 
@@ -188,10 +177,9 @@ def _commit_and_fold(tr: Transcript, first, second, root_node, labels, w_inv, s_
     absorb the root, draw ``beta``, fold. Returns the transcript, leaves, tree and folded values."""
     leaf = jnp.concatenate([first, second], axis=-1)  # (h, 6)
     tree = _build(leaf, hash_name)
-    tr = tr.absorb_digest(labels[0], tree[root_node])
-    tr, beta = tr.challenge_ext(labels[1])
+    tr, beta = fs.fri_layer(tr, labels, tree[root_node])
     x_inv = gl._mul(gl._powers(jnp.asarray(w_inv), first.shape[0]), s_inv)
-    return tr, leaf, tree, fold_pair(first, second, x_inv, beta)
+    return tr, leaf, tree, _fold(first, second, x_inv, beta)
 
 
 def _small_layers(f: Array, tr: Transcript, ks: range, offset: int, hash_name: str):
@@ -213,8 +201,8 @@ def _small_layers(f: Array, tr: Transcript, ks: range, offset: int, hash_name: s
         jnp.asarray((size // sizes).astype(np.int32)),  # the real tree's root node
         jnp.asarray(leaf_at[:-1].astype(np.int32)),
         jnp.asarray(node_at[:-1].astype(np.int32)),
-        jnp.asarray(np.stack([encode_label(f"fri layer {k}") for k in ks])),
-        jnp.asarray(np.stack([encode_label(f"fri beta {k}") for k in ks])),
+        jnp.asarray(np.stack([encode_label(fs.fri_labels(k)[0]) for k in ks])),
+        jnp.asarray(np.stack([encode_label(fs.fri_labels(k)[1]) for k in ks])),
         jnp.asarray(np.array([_w_inv(int(m)) for m in sizes], np.uint64)),
         jnp.asarray(np.array([_s_inv(offset, k) for k in ks], np.uint64)),
     )

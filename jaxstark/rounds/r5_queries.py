@@ -20,6 +20,7 @@ import numpy as np
 from jaxtyping import Array, UInt8, UInt32, UInt64
 
 from jaxstark.merkle import _open
+from jaxstark.protocol import fiat_shamir as fs
 from jaxstark.rounds.r1_aux_commit import AuxCommitment
 from jaxstark.rounds.r1_trace_commit import TraceCommitment
 from jaxstark.rounds.r2_composition import Composition
@@ -55,8 +56,8 @@ def queries(
     log_size: int,
 ) -> tuple[Openings, Transcript]:
     nonce = tr.grind(grinding_bits)
-    tr = tr.absorb_base("pow nonce", nonce[None])
-    tr, idx = tr.query_indices("fri queries", num_queries, 1 << log_size)
+    tr = fs.absorb_nonce(tr, nonce)
+    tr, idx = fs.query_positions(tr, num_queries, log_size)
     t_rows, t_paths = _open(trace.nodes, trace.lde, idx)
     if aux is None:
         a_rows, a_paths = jnp.zeros((num_queries, 0), jnp.uint64), jnp.zeros((num_queries, 0, 32), jnp.uint8)

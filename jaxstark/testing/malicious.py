@@ -46,23 +46,19 @@ from jaxstark.merkle import _build
 from jaxstark.ntt import _make_tables
 from jaxstark.poly import _evaluate
 from jaxstark.proof import Proof
-from jaxstark.prover import _table_proof, fork_table, initial_transcript, public_array
+from jaxstark.protocol import fiat_shamir as fs
+from jaxstark.protocol.algebra import constraints_at
+from jaxstark.protocol.layout import fri_num_layers, num_deep_terms
+from jaxstark.protocol.statement import public_array
 from jaxstark.rounds.domain import make_domain
+from jaxstark.rounds.r0_statement import fork_table, initial_transcript
 from jaxstark.rounds.r1_aux_commit import aux_commit, logup_challenges
 from jaxstark.rounds.r1_trace_commit import trace_commit
-from jaxstark.rounds.r2_composition import composition, num_constraints
-from jaxstark.rounds.r3_ood import OutOfDomain, absorb_ood
-from jaxstark.rounds.r4_deep_fri import (
-    FriCommitment,
-    _s_inv,
-    _w_inv,
-    deep_combine,
-    fold_pair,
-    fri_num_layers,
-    num_deep_terms,
-)
+from jaxstark.rounds.r2_composition import composition
+from jaxstark.rounds.r3_ood import OutOfDomain
+from jaxstark.rounds.r4_deep_fri import FriCommitment, _fold, _s_inv, _w_inv, deep_combine
 from jaxstark.rounds.r5_queries import queries
-from jaxstark.verifier import _host, constraints_at
+from jaxstark.schedule import _table_proof
 
 __all__ = ["prove", "consistent_claims"]
 
@@ -89,7 +85,7 @@ def prove(
 def _prove(tables, config, target, aux_trace, ood, z, layer, final) -> Proof:
     airs = tuple(a for a, _, _ in tables)
     traces = [jnp.asarray(np.asarray(t, np.uint64)) for _, t, _ in tables]
-    publics = tuple(public_array(a, p) for a, _, p in tables)
+    publics = tuple(jnp.asarray(public_array(a, p)) for a, _, p in tables)
     log_ns = tuple(int(t.shape[0]).bit_length() - 1 for t in traces)
     domains = [make_domain(k, config.blowup) for k in log_ns]
     h = config.hash
@@ -122,11 +118,11 @@ def _table(air, public, config, domain, r1, aux, challenges, tr, ood, z, layer, 
     h, log_n = config.hash, domain.log_n
     aux_lde = None if aux is None else aux.lde
     logup = None if aux is None else (challenges, aux.sums)
-    _, alphas = tr.challenge_ext("composition alphas", num_constraints(air))  # what composition draws first
+    _, alphas = fs.composition_alphas(tr, air)  # what composition draws first
     comp, tr = composition(domain, r1.lde, aux_lde, logup, public, tr, air=air, hash_name=h)
 
     # round 3, in the open
-    tr, drawn = tr.challenge_ext("ood point")
+    tr, drawn = fs.ood_point(tr)
     point = drawn if z is None else jnp.asarray(np.array(z, np.uint64))
     zg = fext._mul_base(point, np.uint64(gl.root_of_unity(log_n)))
     values = dict(
@@ -149,14 +145,14 @@ def _table(air, public, config, domain, r1, aux, challenges, tr, ood, z, layer, 
                        sums=None if aux is None else np.asarray(aux.sums))  # fmt: skip
         values = dict(ood(dict(values), context), z=values["z"])
     claims = {k: jnp.asarray(np.asarray(v, np.uint64)) for k, v in values.items()}
-    tr = absorb_ood(tr, claims["trace_z"], claims["trace_zg"], claims["parts_z"], claims["aux_z"], claims["aux_zg"])
+    tr = fs.absorb_ood(tr, claims["trace_z"], claims["trace_zg"], claims["parts_z"], claims["aux_z"], claims["aux_zg"])
     oo = OutOfDomain(claims["z"], claims["trace_z"], claims["trace_zg"], claims["parts_z"], claims["aux_z"],
                      claims["aux_zg"])  # fmt: skip
 
     # round 4, in the open
     size = domain.size
     aux_rows = jnp.zeros((size, 0, 3), jnp.uint64) if aux is None else aux.lde.reshape(size, -1, 3)
-    tr, gamma = tr.challenge_ext("deep gamma")
+    tr, gamma = fs.deep_gamma(tr)
     g_pows = fext._powers(gamma, num_deep_terms(air.width, air.composition_parts, aux_rows.shape[1]))
     f = deep_combine(domain.points(), r1.lde, aux_rows, comp.parts_lde, oo, g_pows, zg)
     layers = fri_num_layers(log_n, config.fri_final_degree)
@@ -168,10 +164,9 @@ def _table(air, public, config, domain, r1, aux, challenges, tr, ood, z, layer, 
         first, second = f[: m // 2], f[m // 2 :]
         leaf = jnp.concatenate([first, second], axis=-1)
         tree = _build(leaf, h)
-        tr = tr.absorb_digest(f"fri layer {k}", tree[1])
-        tr, beta = tr.challenge_ext(f"fri beta {k}")
+        tr, beta = fs.fri_layer(tr, fs.fri_labels(k), tree[1])
         x_inv = gl._mul(gl._powers(jnp.asarray(_w_inv(m)), m // 2), _s_inv(domain.offset, k))
-        f = fold_pair(first, second, x_inv, beta)
+        f = _fold(first, second, x_inv, beta)
         leaves.append(leaf)
         nodes.append(tree)
     if layer is not None and layers == 0:
@@ -181,7 +176,7 @@ def _table(air, public, config, domain, r1, aux, challenges, tr, ood, z, layer, 
     coeffs = coeffs[: domain.n >> layers]
     if final is not None:
         coeffs = jnp.asarray(np.asarray(final(np.asarray(coeffs)), np.uint64))
-    tr = tr.absorb_ext("fri final poly", coeffs)
+    tr = fs.absorb_fri_final(tr, coeffs)
     fri = FriCommitment(tuple(leaves), tuple(nodes), coeffs, jnp.asarray(False))
 
     # round 5: the honest round function on the (tampered) commitments
@@ -211,12 +206,12 @@ def consistent_claims(values: dict, context: dict, seed: int = 1) -> dict:
     out = dict(values)
     for key in ("trace_z", "trace_zg", "aux_z", "aux_zg"):
         out[key] = rng.integers(0, P, size=np.shape(values[key]), dtype=np.uint64)
-    (z,) = _host(values["z"])
+    z = HostVal(np.asarray(values["z"]))
     zn = z ** (1 << log_n)
     names = ("z", "trace_z", "trace_zg", "parts_z", "aux_z", "aux_zg")
     claims = OutOfDomain(*(np.asarray(out[k], np.uint64) for k in names))
     acc = constraints_at(air, log_n, claims, alphas, public, challenges, sums)
-    parts = _host(values["parts_z"])
+    parts = [HostVal(tuple(p)) for p in np.asarray(values["parts_z"]).tolist()]
     rest, zpow = HostVal(0), zn
     for part in parts[1:]:
         rest, zpow = rest + zpow * part, zpow * zn

@@ -1,0 +1,843 @@
+"""Host twins of the commitment hashes: numpy and plain Python, no JAX, nothing compiled.
+
+Each :class:`HostHash` gives the same bytes as the hash of the same name in
+:mod:`jaxstark.hash.interface` (``hash_rows``, ``compress``, ``digest_bytes``), so a verifier can
+check openings and replay the transcript on the CPU in milliseconds:
+
+* BLAKE3 (the ``blake3`` package): a leaf is the plain hash of the row's ``8 * width``
+  little-endian bytes, a node the keyed hash of ``left || right`` under
+  ``NODE_KEY = blake3(b"jaxstark merkle node")``;
+* Keccak-256 (pycryptodome, through its one-shot entry point when it has one): a leaf is the hash
+  of the row's bytes, a node the hash of the 65 bytes ``left || right || 0x01``;
+* Poseidon2 over Goldilocks: the sponge (rate 8, capacity 4, ``state[8]`` = element count,
+  ``state[9]`` = 1 for byte messages) and the node ``permute(left || right || (0, 2, 0, 0))[0:4]``,
+  with :func:`permute` in numpy for batches and on Python integers for a few states.
+
+:func:`verify_paths` checks the openings of several trees at once. For Poseidon2 every tree's
+queries at one step share one permutation call; trees are lined up so that they all finish at
+the last step (a tree of depth ``d`` whose rows take ``c`` absorptions starts ``c + d`` steps
+before the end), so the number of permutation calls is the longest tree's ``c + d``.
+
+Poseidon2 in numpy: states are ``(12, N)`` arrays, one row per state word. Inside the
+permutation a word is any ``uint64`` congruent to its value mod p (it is made canonical at the
+end): a product comes from 32-bit limbs and is folded with ``2^64 = 2^32 - 1`` and
+``2^96 = -1 (mod p)``; the external layer runs on the 32-bit halves of the words, whose small
+integer combinations cannot overflow, and is folded once. The 22 partial rounds are linear apart
+from their 22 S-boxes, so the state after them and every S-box input are fixed linear maps of the
+state before them and the earlier S-box outputs; these maps are products of ``float64`` matrices
+with the 16-bit limbs of the words (every partial sum an integer below ``2^53``, so exact),
+folded to words the same way.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from jaxstark.errors import FieldDtypeError, NonCanonicalError, ShapeError
+from jaxstark.hash import poseidon2_constants as _c
+
+__all__ = ["HostHash", "Blake3HostHash", "Keccak256HostHash", "Poseidon2HostHash", "get_host_hash", "permute"]
+__all__ += ["verify_paths", "DIGEST_BYTES", "NODE_LABEL"]
+
+DIGEST_BYTES = 32
+NODE_LABEL = b"jaxstark merkle node"  # BLAKE3 nodes are keyed with blake3(NODE_LABEL)
+KECCAK_NODE_TAG = b"\x01"
+POSEIDON2_NODE_KIND = 2
+
+P = (1 << 64) - (1 << 32) + 1
+WIDTH = _c.WIDTH
+RATE = 8
+
+Opening = tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+class HostHash:
+    """A 32-byte hash on the host: the twin of :class:`jaxstark.hash.interface.Hash` of the same name."""
+
+    name: str
+
+    def hash_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Leaf digests ``uint8[..., 32]`` of rows ``uint64[..., width]`` of canonical field elements."""
+        rows = _rows_array(rows)
+        flat = rows.reshape(int(np.prod(rows.shape[:-1])), rows.shape[-1])
+        return self._hash_rows(flat).reshape(*rows.shape[:-1], DIGEST_BYTES)
+
+    def compress(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        """Node digests ``uint8[..., 32]`` of two digest arrays ``uint8[..., 32]`` of one shape."""
+        left, right = _digest_array(left, "left"), _digest_array(right, "right")
+        if left.shape != right.shape:
+            raise ShapeError(f"compress: left {left.shape} and right {right.shape} differ")
+        flat = self._compress(left.reshape(-1, DIGEST_BYTES), right.reshape(-1, DIGEST_BYTES))
+        return flat.reshape(left.shape)
+
+    def digest_bytes(self, msg: bytes) -> bytes:
+        """The 32-byte digest of one byte message."""
+        return self._digest_bytes(bytes(msg))
+
+    def _hash_rows(self, rows: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _compress(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _digest_bytes(self, msg: bytes) -> bytes:
+        raise NotImplementedError
+
+    def _verify(self, trees: list[Opening]) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<host hash {self.name}>"
+
+
+def _rows_array(rows) -> np.ndarray:
+    rows = np.asarray(rows)
+    if rows.dtype != np.uint64:
+        raise FieldDtypeError(f"hash_rows: rows must be uint64, got {rows.dtype}")
+    if rows.ndim < 1:
+        raise ShapeError("hash_rows: rows need a trailing width axis")
+    return rows
+
+
+def _digest_array(d, what: str) -> np.ndarray:
+    d = np.asarray(d)
+    if d.dtype != np.uint8 or d.ndim < 1 or d.shape[-1] != DIGEST_BYTES:
+        raise ShapeError(f"compress: {what} must be uint8[..., {DIGEST_BYTES}], got {d.dtype}{tuple(d.shape)}")
+    return d
+
+
+def _row_messages(rows: np.ndarray) -> tuple[bytes, int]:
+    """The rows' serialisation (8 little-endian bytes per element) as one buffer, and one row's length."""
+    return np.ascontiguousarray(rows, dtype="<u8").tobytes(), 8 * rows.shape[-1]
+
+
+def _digests(out: list[bytes]) -> np.ndarray:
+    return np.frombuffer(b"".join(out), np.uint8).reshape(len(out), DIGEST_BYTES).copy()
+
+
+class _ByteHash(HostHash):
+    """A hash of bytes: ``_leaf`` on a row's bytes, ``_node`` on ``left || right``; openings are
+    climbed one query at a time on ``bytes``."""
+
+    _leaf: Callable[[bytes], bytes]
+    _node: Callable[[bytes], bytes]
+
+    def _hash_rows(self, rows):
+        buf, m = _row_messages(rows)
+        leaf = self._leaf
+        return _digests([leaf(buf[i : i + m]) for i in range(0, len(buf), m)] if m else [leaf(b"")] * len(rows))
+
+    def _compress(self, left, right):
+        lr = np.concatenate([left, right], axis=1).tobytes()
+        node = self._node
+        return _digests([node(lr[i : i + 64]) for i in range(0, len(lr), 64)])
+
+    def _digest_bytes(self, msg):
+        return self._leaf(msg)
+
+    def _verify(self, trees):
+        node_of = self._node
+        out = []
+        for log_n, root, indices, rows, paths, valid in trees:
+            root_b = root.tobytes()
+            leaves = self._hash_rows(rows).tobytes()
+            flat = paths.tobytes()
+            step = log_n * DIGEST_BYTES
+            ok = np.zeros(len(indices), bool)
+            idx = indices.tolist()
+            # in index order a query's path joins its predecessor's at the height where their indices
+            # agree; from there on, the same node and the same siblings climb to the same result
+            prev_i, prev_nodes, prev_base, prev_ok = -1, [], 0, False
+            for j in np.argsort(indices, kind="stable").tolist():
+                i, base = idx[j], j * step
+                join = (i ^ prev_i).bit_length() if prev_i >= 0 else log_n + 1
+                node = leaves[32 * j : 32 * j + 32]
+                nodes = [node]
+                end = base + step
+                bits = i
+                for o in range(base, base + min(join, log_n) * DIGEST_BYTES, DIGEST_BYTES):
+                    sib = flat[o : o + DIGEST_BYTES]
+                    node = node_of(sib + node) if bits & 1 else node_of(node + sib)
+                    nodes.append(node)
+                    bits >>= 1
+                at = base + join * DIGEST_BYTES
+                if (
+                    join <= log_n
+                    and node == prev_nodes[join]
+                    and flat[at:end] == flat[prev_base + join * DIGEST_BYTES : prev_base + step]
+                ):
+                    result = prev_ok
+                    nodes += prev_nodes[join + 1 :]
+                else:
+                    for o in range(at, end, DIGEST_BYTES):
+                        sib = flat[o : o + DIGEST_BYTES]
+                        node = node_of(sib + node) if bits & 1 else node_of(node + sib)
+                        nodes.append(node)
+                        bits >>= 1
+                    result = node == root_b
+                prev_i, prev_nodes, prev_base, prev_ok = i, nodes, base, result
+                ok[j] = result and valid[j]
+            out.append(ok)
+        return out
+
+
+class Blake3HostHash(_ByteHash):
+    """BLAKE3-256; nodes are the keyed hash under ``blake3(NODE_LABEL)``."""
+
+    name = "blake3"
+
+    def __init__(self) -> None:
+        import blake3
+
+        b3 = blake3.blake3
+        self.node_key = b3(NODE_LABEL).digest()
+        keyed = b3(key=self.node_key)  # copied for each node: cheaper than keying a new hasher
+        self._leaf = lambda data: b3(data).digest()
+        self._node = lambda data: keyed.copy().update(data).digest()
+
+
+def _keccak256() -> Callable[[bytes], bytes]:
+    """Keccak-256 of one message: pycryptodome's one-shot C entry point (capacity 64 bytes, 24
+    rounds, padding byte 0x01, one output buffer per thread) where it has one and it agrees with
+    the public API on a few messages, else the public ``keccak.new``."""
+    from Crypto.Hash import keccak
+
+    def public(data: bytes) -> bytes:
+        return keccak.new(digest_bits=256, data=data).digest()
+
+    local = threading.local()
+    try:
+        from Crypto.Util import _raw_api
+
+        lib = keccak._raw_keccak_lib
+        if _raw_api.backend == "cffi":
+            ffi = _raw_api.ffi
+
+            def buffers():
+                out = ffi.new("uint8_t[32]")
+                return out, ffi.buffer(out)
+
+            def oneshot(data: bytes) -> bytes:
+                try:
+                    out, view = local.out
+                except AttributeError:
+                    out, view = local.out = buffers()
+                if lib.keccak_oneshot(data, len(data), out, 32, 64, 24, 1):
+                    return public(data)
+                return view[:]
+        else:
+            import ctypes
+
+            size, byte = ctypes.c_size_t, ctypes.c_ubyte
+            fn = lib.keccak_oneshot
+
+            def oneshot(data: bytes) -> bytes:
+                try:
+                    out = local.out
+                except AttributeError:
+                    out = local.out = ctypes.create_string_buffer(32)
+                if fn(data, size(len(data)), out, size(32), size(64), byte(24), byte(1)):
+                    return public(data)
+                return out.raw
+
+        probes = [b"", b"abc", bytes(range(65)), bytes(200)]
+        if all(oneshot(m) == public(m) for m in probes):
+            return oneshot
+    except Exception:  # noqa: BLE001 -- any failure of the private entry point falls back to the public API
+        pass
+    return public
+
+
+class Keccak256HostHash(_ByteHash):
+    """Keccak-256 with the original padding; nodes hash ``left || right || 0x01``."""
+
+    name = "keccak256"
+
+    def __init__(self) -> None:
+        k = _keccak256()
+        self._leaf = k
+        self._node = lambda data: k(data + KECCAK_NODE_TAG)
+
+
+# ---------------------------------------------------------------------------------------------
+# Poseidon2: the permutation on Python integers (a few states)
+# ---------------------------------------------------------------------------------------------
+
+_EXT_RC = tuple(tuple(r) for r in _c.EXTERNAL_ROUND_CONSTANTS)
+_INT_RC = tuple(_c.INTERNAL_ROUND_CONSTANTS)
+_DIAG = tuple(_c.INTERNAL_DIAG_M_1)
+_HALF_F = _c.ROUNDS_F // 2
+
+
+def _m4_int(a, b, c, d):
+    ab, cd = a + b, c + d
+    b2cd, d2ab = 2 * b + cd, 2 * d + ab
+    r1, r3 = 4 * ab + b2cd, 4 * cd + d2ab
+    return d2ab + r1, r1, b2cd + r3, r3
+
+
+def _external_int(x: list[int]) -> list[int]:
+    y = [*_m4_int(*x[0:4]), *_m4_int(*x[4:8]), *_m4_int(*x[8:12])]
+    col = [y[i] + y[i + 4] + y[i + 8] for i in range(4)]
+    return [(y[i] + col[i & 3]) % P for i in range(WIDTH)]
+
+
+def _sbox_int(v: int) -> int:
+    v2 = v * v % P
+    v4 = v2 * v2 % P
+    return v4 * v2 % P * v % P
+
+
+def _permute_int(x: list[int]) -> list[int]:
+    """The Poseidon2 permutation of one state of 12 canonical elements."""
+    x = _external_int(x)
+    for r in range(_HALF_F):
+        x = _external_int([_sbox_int((v + c) % P) for v, c in zip(x, _EXT_RC[r], strict=True)])
+    for c in _INT_RC:
+        x[0] = _sbox_int((x[0] + c) % P)
+        s = sum(x)
+        x = [(d * v + s) % P for d, v in zip(_DIAG, x, strict=True)]
+    for r in range(_HALF_F, _c.ROUNDS_F):
+        x = _external_int([_sbox_int((v + c) % P) for v, c in zip(x, _EXT_RC[r], strict=True)])
+    return x
+
+
+# ---------------------------------------------------------------------------------------------
+# Poseidon2: the permutation in numpy, over (12, N) columns
+# ---------------------------------------------------------------------------------------------
+
+_U = np.uint64
+_M32 = _U(0xFFFF_FFFF)
+_EPS = _U(0xFFFF_FFFF)  # 2^64 mod p
+_S32 = _U(32)
+_S1 = _U(1)
+_S2 = _U(2)
+_M16 = _U(0xFFFF)
+_SH16 = np.array([0, 16, 32, 48], np.uint64)
+
+
+class _Scratch:
+    """Buffers for the full rounds on (12, N) words, reused by every operation of one permutation."""
+
+    def __init__(self, n: int) -> None:
+        self.t = [np.empty((WIDTH, n), np.uint64) for _ in range(5)]
+        self.x0, self.x1, self.p, self.p0, self.p1 = (np.empty((WIDTH, n), np.uint64) for _ in range(5))
+        self.mask = np.empty((WIDTH, n), bool)
+        self.halves = np.empty((2, WIDTH, n), np.uint64)
+        self.y = np.empty((2, 3, 4, n), np.uint64)
+        self.chain = [np.empty((2, 3, n), np.uint64) for _ in range(4)]
+        self.col = np.empty((2, 1, 4, n), np.uint64)
+
+
+def _fold_into(lo, hi, w: _Scratch) -> None:
+    """lo <- a word congruent to ``hi * 2^64 + lo`` (both any uint64): 2^64 = 2^32 - 1, 2^96 = -1."""
+    a, b, mask = w.t[0], w.t[1], w.mask
+    np.right_shift(hi, _S32, out=a)
+    np.less(lo, a, out=mask)
+    lo -= a
+    np.multiply(mask, _EPS, out=a)  # a borrow took 2^64 = eps (mod p) too many
+    lo -= a
+    np.bitwise_and(hi, _M32, out=b)
+    np.left_shift(b, _S32, out=a)
+    a -= b  # (hi & m) * (2^32 - 1)
+    lo += a
+    np.less(lo, a, out=mask)
+    np.multiply(mask, _EPS, out=a)  # a carry lost 2^64 = eps
+    lo += a
+
+
+def _mul_into(a0, a1, b0, b1, w: _Scratch, out) -> None:
+    """out <- a word congruent to ``a * b``, from the 32-bit limbs of a and b."""
+    ll, lh, hl, hh, tmp = w.t
+    np.multiply(a0, b0, out=ll)
+    np.multiply(a0, b1, out=lh)
+    np.multiply(a1, b0, out=hl)
+    np.multiply(a1, b1, out=hh)
+    np.right_shift(ll, _S32, out=out)  # the middle 32-bit column: below 3 * 2^32
+    np.bitwise_and(lh, _M32, out=tmp)
+    out += tmp
+    np.bitwise_and(hl, _M32, out=tmp)
+    out += tmp
+    np.right_shift(lh, _S32, out=lh)
+    hh += lh
+    np.right_shift(hl, _S32, out=hl)
+    hh += hl
+    np.right_shift(out, _S32, out=lh)
+    hh += lh  # the high word
+    np.bitwise_and(ll, _M32, out=ll)
+    np.left_shift(out, _S32, out=out)
+    out |= ll  # the low word
+    _fold_into(out, hh, w)
+
+
+def _square_into(a0, a1, w: _Scratch, out) -> None:
+    ll, lh, hh, tmp = w.t[2], w.t[3], w.t[4], w.t[0]
+    np.multiply(a0, a0, out=ll)
+    np.multiply(a0, a1, out=lh)
+    np.multiply(a1, a1, out=hh)
+    np.right_shift(ll, _S32, out=out)
+    np.bitwise_and(lh, _M32, out=tmp)
+    np.left_shift(tmp, _S1, out=tmp)
+    out += tmp
+    np.right_shift(lh, _S32, out=lh)
+    np.left_shift(lh, _S1, out=lh)
+    hh += lh
+    np.right_shift(out, _S32, out=lh)
+    hh += lh
+    np.bitwise_and(ll, _M32, out=ll)
+    np.left_shift(out, _S32, out=out)
+    out |= ll
+    _fold_into(out, hh, w)
+
+
+def _split_into(v, lo, hi) -> None:
+    np.bitwise_and(v, _M32, out=lo)
+    np.right_shift(v, _S32, out=hi)
+
+
+def _sbox_into(x, w: _Scratch, out) -> None:
+    """out <- x^7 through x^2, x^3, x^6 (out may be x)."""
+    x0, x1, p, p0, p1 = w.x0, w.x1, w.p, w.p0, w.p1
+    _split_into(x, x0, x1)
+    _square_into(x0, x1, w, p)
+    _split_into(p, p0, p1)
+    _mul_into(p0, p1, x0, x1, w, p)
+    _split_into(p, p0, p1)
+    _square_into(p0, p1, w, p)
+    _split_into(p, p0, p1)
+    _mul_into(p0, p1, x0, x1, w, out)
+
+
+def _external_into(x, w: _Scratch, out, rc_halves=None) -> None:
+    """out <- ``M_E x`` (plus round constants given as their 32-bit halves ``(2, 12, 1)``) on (12, N)
+    words (out may be x).
+
+    Each half of a word is below 2^32 and every output half a combination with coefficients
+    summing to at most 64 (plus a constant half), so below 2^39: no overflow before the fold."""
+    n = x.shape[-1]
+    _split_into(x, w.halves[0], w.halves[1])
+    h4 = w.halves.reshape(2, 3, 4, n)
+    a, b, c, d = h4[:, :, 0], h4[:, :, 1], h4[:, :, 2], h4[:, :, 3]
+    y = w.y
+    ab, cd, b2cd, d2ab = w.chain
+    np.add(a, b, out=ab)
+    np.add(c, d, out=cd)
+    np.left_shift(b, _S1, out=b2cd)
+    b2cd += cd  # 2b + c + d
+    np.left_shift(d, _S1, out=d2ab)
+    d2ab += ab  # a + b + 2d
+    r1, r3 = y[:, :, 1], y[:, :, 3]
+    np.left_shift(cd, _S2, out=r3)
+    r3 += d2ab  # a + b + 4c + 6d
+    np.left_shift(ab, _S2, out=r1)
+    r1 += b2cd  # 4a + 6b + c + d
+    np.add(d2ab, r1, out=y[:, :, 0])  # 5a + 7b + c + 3d
+    np.add(b2cd, r3, out=y[:, :, 2])  # a + 3b + 5c + 7d
+    np.sum(y, axis=1, keepdims=True, out=w.col)
+    y += w.col
+    y2 = y.reshape(2, WIDTH, n)
+    if rc_halves is not None:
+        y2 += rc_halves
+    lo, hi = y2[0], y2[1]
+    top, tmp = w.t[0], w.t[1]
+    np.left_shift(hi, _S32, out=top)
+    np.right_shift(hi, _S32, out=out)
+    out *= _EPS  # (hi >> 32) 2^64 = (hi >> 32) eps
+    out += lo
+    out += top
+    np.less(out, top, out=w.mask)
+    np.multiply(w.mask, _EPS, out=tmp)
+    out += tmp
+
+
+def _from_z(z):
+    """Words (..., N) congruent to ``z0 + z1 2^16 + z2 2^32 + z3 2^48`` for exact integers z (..., 4, N)
+    in float64 below 2^46.9 in magnitude (so that every int64 below stays below 2^63)."""
+    zi = z.astype(np.int64)
+    t = zi[..., 0, :] + zi[..., 1, :] * 65536
+    u = zi[..., 2, :] + zi[..., 3, :] * 65536  # value = t + u 2^32
+    w = u + (t >> 32)  # value = (t & m) + w 2^32
+    g = (t & 0xFFFF_FFFF) + (w >> 32) * 0xFFFF_FFFF  # w 2^32 = (w >> 32) 2^64 + (w & m) 2^32, 2^64 = eps
+    h = (w & 0xFFFF_FFFF) + (g >> 32)  # value = (g & m) + h 2^32, h >> 32 in {-1, 0, 1}
+    r = (h.view(np.uint64) << _S32) | (g & 0xFFFF_FFFF).view(np.uint64)
+    r += ((h >> 32) * 0xFFFF_FFFF).view(np.uint64)  # that many 2^64 = eps
+    return r
+
+
+# A value as four float64 limbs z (..., 4, N) stands for z0 + z1 2^16 + z2 2^32 + z3 2^48 (mod p); the limbs
+# are exact integers of either sign. The 16 products of two limb vectors, grouped by weight 2^(16 s) for
+# s = 0..6, fold back to four limbs with 2^64 = 2^32 - 1, 2^80 = 2^48 - 2^16 and 2^96 = -1 (mod p).
+_FOLD16 = np.zeros((4, 7))
+for _s, _t, _sign in [
+    (0, 0, 1),
+    (1, 1, 1),
+    (2, 2, 1),
+    (3, 3, 1),
+    (4, 2, 1),
+    (4, 0, -1),
+    (5, 3, 1),
+    (5, 1, -1),
+    (6, 0, -1),
+]:
+    _FOLD16[_t, _s] += _sign
+_PRODUCT_FOLD = np.array([[_FOLD16[t, i + j] for i in range(4) for j in range(4)] for t in range(4)])
+# one carry step: limb t keeps its low 16 bits and passes the rest to limb t + 1; the carry out of limb 3
+# (weight 2^64 = 2^32 - 1) goes to limbs 2 and 0
+_CARRY = np.array([[0, 0, 0, -1], [1, 0, 0, 0], [0, 1, 0, 1], [0, 0, 1, 0]], np.float64) - 65536.0 * np.eye(4)
+_INV16 = 1.0 / 65536
+
+
+def _carry(z, out=None):
+    """Limbs below 2^53 in magnitude -> the same value with limbs below 2^16 + max |z| / 2^15."""
+    return np.add(z, _CARRY @ np.floor(z * _INV16), out=out)
+
+
+def _limb_mul(a, b):
+    """The product of limb vectors a, b (..., 4, N): each limb a sum of at most six limb products."""
+    n = a.shape[-1]
+    p = a[..., :, None, :] * b[..., None, :, :]
+    return _PRODUCT_FOLD @ p.reshape(*p.shape[:-3], 16, n)
+
+
+def _limb_sbox(z, out):
+    """x^7 of a limb vector (4, N) of magnitude below 2^46, as limbs of magnitude below 2^21.7 into ``out``.
+
+    A carry takes limbs below B to limbs below 2^16 + B / 2^15, and a product of limbs below A and B
+    has limbs below 6 A B. So: two carries take z below 2^17.01; x^2 is below 2^36.7 and one carry
+    takes it below 2^21.7; x^3 and x^4 are below 2^46 and two carries take them below 2^17.01; x^7 is
+    below 2^36.7 and one carry takes it below 2^21.7. Every limb and partial sum stays an integer
+    below 2^53: exact."""
+    x = _carry(_carry(z))
+    x2 = _carry(_limb_mul(x, x))
+    x34 = _carry(_carry(_limb_mul(x2, np.stack([x, x2]))))
+    return _carry(_limb_mul(x34[0], x34[1]), out=out)
+
+
+# OpenBLAS runs a matrix product on one thread up to M * N * K = 4 * 65536; a threaded product on a busy
+# machine can wait milliseconds for its other threads, so longer products are split by columns.
+_BLAS_ONE_THREAD = 1 << 18
+
+
+def _dot(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    m, k = w.shape
+    n = x.shape[-1]
+    step = max(1, _BLAS_ONE_THREAD // (m * k))
+    if n <= step:
+        return w @ x
+    out = np.empty((m, n))
+    for i in range(0, n, step):
+        out[:, i : i + step] = w @ x[:, i : i + step]
+    return out
+
+
+def _z_matrix(w: list[list[int]], const: list[int] | None = None) -> np.ndarray:
+    """The float64 matrix taking limbs of k words (row ``4 i + j``: limb j of word i; with ``const``, a
+    first row of ones before them) to the limbs (row ``4 o + t``) of the m values ``w x (+ const)``
+    for the field matrix ``w`` (m x k). Entries are sums of at most two limbs: below 2^17 in magnitude."""
+    m, k = len(w), len(w[0])
+    limbs = np.array([[[(v >> (16 * j)) & 0xFFFF for j in range(4)] for v in row] for row in w], np.float64)
+    out = np.zeros((m, 4, k, 4))
+    for i in range(4):  # limb of the matrix entry
+        for j in range(4):  # limb of the word
+            out[:, :, :, j] += _FOLD16[None, :, i + j, None] * limbs[:, None, :, i]
+    out = out.reshape(4 * m, 4 * k)
+    if const is None:
+        return out
+    col = np.array([[(c >> (16 * t)) & 0xFFFF for t in range(4)] for c in const], np.float64).reshape(4 * m, 1)
+    return np.concatenate([col, out], axis=1)
+
+
+def _mat_vec(a: list[list[int]], v: list[int]) -> list[int]:
+    return [sum(x * y for x, y in zip(row, v, strict=True)) % P for row in a]
+
+
+@functools.cache
+def _partial_maps() -> tuple[list[np.ndarray], np.ndarray]:
+    """The partial rounds as linear maps. With v the state before them and y_r the S-box output of
+    round r, the S-box input of round r is ``A[r] v + sum_{j<r} B[r][j] y_j + c_r`` and the state
+    after them ``F (v, y_0, ..., y_21)``. Returns the z-matrices of round r's input (on a ones row,
+    v and y_0..y_{r-1}) and of the state after the rounds plus the next full round's constants
+    (on the ones row, v and all y)."""
+    mi = [[(1 + (_DIAG[i] if i == j else 0)) % P for j in range(WIDTH)] for i in range(WIDTH)]
+
+    def round_map(col):  # M_I applied to the column with its word 0 replaced (by the S-box output)
+        return _mat_vec(mi, [0, *col[1:]])
+
+    cols = [[int(i == k) for k in range(WIDTH)] for i in range(WIDTH)]  # the state's dependence on v, then y
+    first = [mi[k][0] for k in range(WIDTH)]  # M_I e_0: where y_r enters
+    rounds = []
+    for c in _INT_RC:
+        rounds.append(_z_matrix([[col[0] for col in cols]], [c]))
+        cols = [round_map(col) for col in cols] + [first]
+    final = _z_matrix([[col[k] for col in cols] for k in range(WIDTH)], list(_EXT_RC[_HALF_F]))
+    return rounds, final
+
+
+_RC = np.array(_c.EXTERNAL_ROUND_CONSTANTS, np.uint64)
+_RC_HALVES = np.stack([_RC & _M32, _RC >> _S32], axis=1)[..., None]  # (rounds, 2, 12, 1)
+
+
+def _partial(v):
+    """The 22 partial rounds on (12, N) words, then the round constants of the next full round.
+
+    The limbs of v are below 2^16, those of every S-box output below 2^21.7 and the z-matrix entries
+    below 2^17; with at most 1 + 48 + 88 terms each, S-box inputs and the state after the rounds have
+    limbs below 2^45.3."""
+    rounds, final = _partial_maps()
+    n = v.shape[-1]
+    head = 1 + 4 * WIDTH
+    limbs = np.empty((head + 4 * len(rounds), n))
+    limbs[0] = 1.0
+    limbs[1:head] = ((v[:, None, :] >> _SH16[:, None]) & _M16).reshape(4 * WIDTH, n)
+    for r, w in enumerate(rounds):
+        at = head + 4 * r
+        _limb_sbox(_dot(w, limbs[:at]), out=limbs[at : at + 4])
+    return _from_z(_dot(final, limbs).reshape(WIDTH, 4, n))
+
+
+def _permute_cols(x: np.ndarray) -> np.ndarray:
+    """The permutation of (12, N) words (any uint64, read mod p); canonical (12, N) out."""
+    w = _Scratch(x.shape[-1])
+    s = np.empty_like(x)
+    with np.errstate(over="ignore"):
+        _external_into(x, w, s, _RC_HALVES[0])
+        for r in range(_HALF_F):
+            _sbox_into(s, w, s)
+            _external_into(s, w, s, _RC_HALVES[r + 1] if r + 1 < _HALF_F else None)
+        s = _partial(s)
+        for r in range(_HALF_F, _c.ROUNDS_F):
+            _sbox_into(s, w, s)
+            _external_into(s, w, s, _RC_HALVES[r + 1] if r + 1 < _c.ROUNDS_F else None)
+        return _canon(s)
+
+
+def _canon(x):
+    s = x + _EPS  # x - p mod 2^64, wrapping exactly when x >= p
+    return np.where(s < x, s, x)
+
+
+SMALL_BATCH = 8  # up to this many states, the permutation runs on Python integers
+
+
+def _permute_any(x: np.ndarray) -> np.ndarray:
+    """(12, N) canonical words -> permuted (12, N)."""
+    n = x.shape[-1]
+    if n <= SMALL_BATCH:
+        out = [_permute_int(col) for col in x.T.tolist()]
+        return np.array(out, np.uint64).reshape(n, WIDTH).T.copy()
+    return _permute_cols(np.ascontiguousarray(x))
+
+
+def permute(states: np.ndarray) -> np.ndarray:
+    """The Poseidon2 permutation (Goldilocks, width 12) of canonical states ``uint64[..., 12]``;
+    the same values as :func:`jaxstark.hash.poseidon2.permute`."""
+    s = np.asarray(states)
+    if s.dtype != np.uint64:
+        raise FieldDtypeError(f"permute: states must be uint64, got {s.dtype}")
+    if s.ndim == 0 or s.shape[-1] != WIDTH:
+        raise ShapeError(f"permute: expected a trailing axis of size {WIDTH}, got shape {tuple(s.shape)}")
+    if s.size and int(s.max()) >= P:
+        raise NonCanonicalError("permute: states hold values >= p")
+    flat = s.reshape(-1, WIDTH)
+    return _permute_any(flat.T).T.reshape(s.shape).copy()
+
+
+def _words(d: np.ndarray) -> np.ndarray:
+    """Digests uint8[..., 32] as their four little-endian words, reduced mod p (..., 4)."""
+    w = np.ascontiguousarray(d).view("<u8").astype(np.uint64)
+    return np.where(w >= _U(P), w - _U(P), w)
+
+
+def _digest_of_words(w: np.ndarray) -> np.ndarray:
+    """Words (N, 4) -> digests uint8[N, 32]."""
+    return np.ascontiguousarray(w, dtype="<u8").view(np.uint8).reshape(-1, DIGEST_BYTES).copy()
+
+
+class Poseidon2HostHash(HostHash):
+    """Poseidon2 over Goldilocks: the sponge for rows and byte messages, the permutation for nodes."""
+
+    name = "poseidon2"
+
+    def _sponge_cols(self, elems: np.ndarray, count: int, kind: int) -> np.ndarray:
+        """Sponge of ``count`` elements per column of ``elems`` (count, N); returns state[0:4] (4, N)."""
+        n = elems.shape[-1]
+        state = np.zeros((WIDTH, n), np.uint64)
+        state[8], state[9] = count, kind
+        for j in range(0, max(count, 1), RATE):
+            chunk = elems[j : j + RATE]
+            state[: len(chunk)] = chunk
+            state[len(chunk) : RATE] = 0
+            state = _permute_any(state)
+        return state[:4]
+
+    def _hash_rows(self, rows):
+        w = self._sponge_cols(np.ascontiguousarray(rows.T), rows.shape[-1], 0)
+        return _digest_of_words(w.T)
+
+    def _compress(self, left, right):
+        n = left.shape[0]
+        state = np.zeros((WIDTH, n), np.uint64)
+        state[0:4] = _words(left).T
+        state[4:8] = _words(right).T
+        state[9] = POSEIDON2_NODE_KIND
+        return _digest_of_words(_permute_any(state)[:4].T)
+
+    def _digest_bytes(self, msg):
+        padded = msg + b"\x01"
+        padded += bytes(-len(padded) % 7)
+        elems = [int.from_bytes(padded[i : i + 7], "little") for i in range(0, len(padded), 7)]
+        col = np.array(elems, np.uint64)[:, None]
+        return _digest_of_words(self._sponge_cols(col, len(elems), 1).T).tobytes()
+
+    def _verify(self, trees):
+        """All trees' openings together, one permutation call per step: tree t absorbs its rows'
+        chunks and then climbs, ending at the last step. Deepest trees first (the climbing queries
+        are a prefix of the columns), each tree's queries in index order: neighbours that share a
+        parent have the same permutation input, computed once."""
+        if not trees:
+            return []
+        chunks = [max(1, -(-t[3].shape[1] // RATE)) for t in trees]
+        depths = [t[0] for t in trees]
+        total = max(c + d for c, d in zip(chunks, depths, strict=True))
+        depth_max = max(depths)
+        order = sorted(range(len(trees)), key=lambda t: -depths[t])
+        sorts = [np.argsort(t[2], kind="stable") for t in trees]
+        offsets, q_all = [0] * len(trees), 0
+        for t in order:
+            offsets[t] = q_all
+            q_all += len(sorts[t])
+        sib = np.zeros((depth_max, 4, q_all), np.uint64)  # by height below the deepest trees' roots
+        right = np.zeros((depth_max, 1, q_all), bool)
+        climbing = np.zeros(depth_max, np.int64)  # how many leading columns climb at that height
+        roots = np.zeros((4, q_all), np.uint64)
+        valid = np.zeros(q_all, bool)
+        absorbs: dict[int, list[tuple[int, int]]] = {}
+        for t in order:
+            log_n, root, indices, _, paths, ok = trees[t]
+            cols = slice(offsets[t], offsets[t] + len(indices))
+            srt = sorts[t]
+            roots[:, cols] = np.frombuffer(root.tobytes(), "<u8")[:, None]
+            valid[cols] = ok[srt]
+            if log_n:
+                k = depth_max - log_n
+                sib[k:, :, cols] = _words(paths[srt]).transpose(1, 2, 0)
+                right[k:, 0, cols] = ((indices[srt][None, :] >> np.arange(log_n)[:, None]) & 1) == 1
+                climbing[k:] = cols.stop
+            for j in range(chunks[t]):
+                absorbs.setdefault(total - log_n - chunks[t] + j, []).append((t, j))
+        nodes = np.zeros((4, q_all), np.uint64)
+        capacity = {}
+        for step in range(total):
+            height = step - (total - depth_max)
+            n_c = int(climbing[height]) if height >= 0 else 0
+            todo = absorbs.get(step, [])
+            widths = [len(sorts[t]) for t, _ in todo]
+            state = np.zeros((WIDTH, n_c + sum(widths)), np.uint64)
+            if n_c:
+                node, s, r = nodes[:, :n_c], sib[height, :, :n_c], right[height, :, :n_c]
+                state[0:4, :n_c] = np.where(r, s, node)
+                state[4:8, :n_c] = np.where(r, node, s)
+                state[9, :n_c] = POSEIDON2_NODE_KIND
+            at = n_c
+            for (t, j), q in zip(todo, widths, strict=True):
+                rows = trees[t][3][sorts[t]]
+                part = rows[:, RATE * j : RATE * (j + 1)].T
+                state[: len(part), at : at + q] = part
+                if j:
+                    state[8:, at : at + q] = capacity.pop(t)
+                else:
+                    state[8, at : at + q] = rows.shape[1]
+                at += q
+            out = _permute_distinct(state)
+            nodes[:, :n_c] = out[:4, :n_c]
+            at = n_c
+            for (t, j), q in zip(todo, widths, strict=True):
+                if j + 1 < chunks[t]:
+                    capacity[t] = out[8:, at : at + q]
+                else:
+                    nodes[:, offsets[t] : offsets[t] + q] = out[:4, at : at + q]
+                at += q
+        ok_all = np.all(nodes == roots, axis=0) & valid
+        results = []
+        for t in range(len(trees)):
+            res = np.empty(len(sorts[t]), bool)
+            res[sorts[t]] = ok_all[offsets[t] : offsets[t] + len(sorts[t])]
+            results.append(res)
+        return results
+
+
+def _permute_distinct(state: np.ndarray) -> np.ndarray:
+    """The permutation of (12, N) canonical columns, computed once for each run of equal neighbours."""
+    n = state.shape[1]
+    if n < 2:
+        return _permute_any(state) if n else state
+    keep = np.ones(n, bool)
+    keep[1:] = np.any(state[:, 1:] != state[:, :-1], axis=0)
+    if keep.all():
+        return _permute_any(state)
+    return _permute_any(state[:, keep])[:, np.cumsum(keep) - 1]
+
+
+_HOST_HASHES: dict[str, type[HostHash]] = {h.name: h for h in (Blake3HostHash, Keccak256HostHash, Poseidon2HostHash)}
+
+
+@functools.cache
+def _instance(name: str) -> HostHash:
+    return _HOST_HASHES[name]()
+
+
+def get_host_hash(name: str) -> HostHash:
+    """The host hash called ``name`` (``"blake3"``, ``"keccak256"`` or ``"poseidon2"``)."""
+    if not isinstance(name, str) or name not in _HOST_HASHES:
+        raise ValueError(f"unknown hash {name!r}; choose one of {sorted(_HOST_HASHES)}")
+    return _instance(name)
+
+
+def _opening(k: int, opening) -> tuple:
+    try:
+        log_n, root, indices, rows, paths = opening
+    except (TypeError, ValueError):
+        raise ShapeError(f"verify_paths: opening {k} is not (log_n, root, indices, rows, paths)") from None
+    if isinstance(log_n, bool) or not isinstance(log_n, int | np.integer) or not 0 <= int(log_n) <= 62:
+        raise ShapeError(f"verify_paths: opening {k} has log_n {log_n!r}")
+    log_n = int(log_n)
+    root, indices, rows, paths = (np.asarray(a) for a in (root, indices, rows, paths))
+    q = indices.shape[0] if indices.ndim == 1 else -1
+    if (
+        indices.ndim != 1
+        or rows.ndim != 2
+        or rows.shape[0] != q
+        or paths.shape != (q, log_n, DIGEST_BYTES)
+        or root.shape != (DIGEST_BYTES,)
+    ):
+        raise ShapeError(
+            f"verify_paths: opening {k} has inconsistent shapes indices {indices.shape}, rows {rows.shape}, "
+            f"paths {paths.shape}, root {root.shape} for a tree of 2^{log_n} leaves"
+        )
+    if rows.dtype != np.uint64 or paths.dtype != np.uint8 or root.dtype != np.uint8:
+        raise ShapeError(
+            f"verify_paths: opening {k} has dtypes rows {rows.dtype}, paths {paths.dtype}, root {root.dtype}"
+        )
+    if not np.issubdtype(indices.dtype, np.integer):
+        raise ShapeError(f"verify_paths: opening {k} has indices of dtype {indices.dtype}")
+    idx = indices.astype(np.int64) if indices.dtype != np.uint64 else indices
+    in_range = (idx >= 0) & (idx < (1 << log_n)) if indices.dtype != np.uint64 else idx < np.uint64(1 << log_n)
+    canonical = np.all(rows < _U(P), axis=1)
+    safe = np.where(in_range, idx, 0).astype(np.int64)
+    return log_n, root, safe, rows, paths, in_range & canonical
+
+
+def verify_paths(hash_name: str, openings: Sequence[Opening]) -> list[np.ndarray]:
+    """For each tree's opening ``(log_n, root, indices, rows, paths)`` -- ``root`` uint8[32], ``indices``
+    int[q], ``rows`` uint64[q, w], ``paths`` uint8[q, log_n, 32] -- a bool[q]: whether row j hashed as
+    a leaf and climbed with its path (at height k the node is the right child when bit k of the
+    index is 1) reaches ``root`` from leaf ``indices[j]`` of a tree of 2^log_n leaves, the check of
+    :func:`jaxstark.merkle.verify_paths`. An index outside [0, 2^log_n) or a row holding a
+    value >= p gives False; inconsistent shapes raise ``ShapeError``."""
+    h = get_host_hash(hash_name)
+    trees = [_opening(k, o) for k, o in enumerate(openings)]
+    return h._verify(trees)

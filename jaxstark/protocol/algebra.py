@@ -1,0 +1,165 @@
+"""The protocol's algebra, written with operators only so the same code runs on the prover's
+:class:`~jaxstark.field.val.Val` arrays (over the whole LDE, inside jitted rounds) and on the
+verifier's :class:`~jaxstark.field.host.HostVal` values (at ``z`` and at the queried points).
+
+* :func:`combine_constraints` -- ``sum_i alpha_i Q_i(x)`` over every constraint quotient;
+* :func:`deep_weights`, :func:`deep_value` -- the DEEP composition
+  ``D(x) = N_z(x) / (x - z) + N_zw(x) / (x - z w)``;
+* :func:`fold_pair` -- one binary FRI fold;
+* :func:`layer_x_inv`, :func:`lde_point` -- the points those run at;
+* :func:`constraints_at`, :func:`parts_at` -- the out-of-domain check's two sides on the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from jaxstark.field import goldilocks as gl
+from jaxstark.field.host import HostVal, interpolate
+from jaxstark.lde import DEFAULT_OFFSET
+from jaxstark.logup import AuxFrame, aux_constraints
+
+__all__ = [
+    "OFFSET",
+    "INV2",
+    "combine_constraints",
+    "deep_weights",
+    "deep_value",
+    "fold_pair",
+    "layer_x_inv",
+    "lde_point",
+    "constraints_at",
+    "parts_at",
+]
+
+P = gl.P
+OFFSET = DEFAULT_OFFSET  # the LDE coset is OFFSET * <w_L>
+INV2 = (P + 1) // 2
+
+
+def combine_constraints(
+    air,
+    log_n: int,
+    x,
+    zn_inv,
+    inverse: Callable,
+    cur: Sequence,
+    nxt: Sequence,
+    periodic: Sequence,
+    pub: Sequence,
+    alphas: Sequence,
+    aux: AuxFrame | None = None,
+):
+    """``sum_i alpha_i Q_i(x)`` over every constraint quotient at the point(s) ``x``, given
+    ``zn_inv = 1 / (x^n - 1)``, a batch-capable ``inverse`` and, for a table with interactions,
+    its aux frame:
+
+        Q = C_i(x) (x - w^(n-1)) / (x^n - 1)  (transition; no factor for a row-local AIR)
+          | (T_c(x) - v) / (x - w^r)          (boundary (c, r, v))
+          | A_k(x) / (x^n - 1)                (aux, LogUp)"""
+    n = 1 << log_n
+    degrees = air.constraint_degrees()
+    constraints = air.transition(cur, nxt, periodic, pub)
+    if len(constraints) != len(degrees):
+        raise ValueError(
+            f"{air.name}.transition returned {len(constraints)} constraints but constraint_degrees() lists "
+            f"{len(degrees)}"
+        )
+    g = gl.root_of_unity(log_n)
+    # a row-local AIR constrains every row; otherwise the last row's frame wraps and is excluded
+    factor = zn_inv if air.row_local else (x - pow(g, n - 1, P)) * zn_inv
+    quotients = [c * factor for c in constraints]
+    inverses: dict = {}
+    for col, row, value in air.boundary(pub):
+        r = row % n
+        if r not in inverses:
+            inverses[r] = inverse(x - pow(g, r, P))
+        quotients.append((cur[col] - value) * inverses[r])
+    if air.num_aux_columns:
+        quotients += [a * zn_inv for a in aux_constraints(air, log_n, cur, aux)]
+    acc = None
+    for alpha, q in zip(alphas, quotients, strict=True):
+        acc = alpha * q if acc is None else acc + alpha * q
+    if acc is None:
+        raise ValueError(f"{air.name} has no constraints (transition, boundary or interactions): nothing to prove")
+    return acc
+
+
+def deep_weights(g_pows, c: int, parts: int, aux: int) -> tuple:
+    """The DEEP challenge's powers by term: main columns at ``z``, main at ``z w``, parts at
+    ``z``, aux at ``z``, aux at ``z w`` (``num_deep_terms`` of them in all)."""
+    at = np.cumsum([0, c, c, parts, aux, aux])
+    return tuple(g_pows[at[i] : at[i + 1]] for i in range(5))
+
+
+def deep_value(x, z, zg, num_z, num_zg, inverse: Callable):
+    """``D(x) = N_z(x) / (x - z) + N_zw(x) / (x - z w)``, where ``N_z = sum_t g_t (f_t(x) -
+    f_t(z))`` over the main, part and aux terms opened at ``z``, ``N_zw`` likewise at ``z w``."""
+    return num_z * inverse(x - z) + num_zg * inverse(x - zg)
+
+
+def fold_pair(a, b, x_inv, beta):
+    """One binary FRI fold of the pair ``(f(x), f(-x)) = (a, b)`` with ``x_inv = 1/x``:
+    ``(a + b) / 2 + beta (a - b) / (2 x)``."""
+    return ((a + b) + (a - b) * x_inv * beta) * INV2
+
+
+def layer_x_inv(log_l: int, k: int, pos):
+    """``1 / x`` of FRI layer ``k``'s leaf ``pos`` (the point ``s^(2^k) w_m^pos``, ``m = L / 2^k``)
+    for Python ints or an ``object`` array of them."""
+    w_inv = pow(gl.root_of_unity(log_l - k), P - 2, P)
+    s_inv = pow(pow(OFFSET, 1 << k, P), P - 2, P)
+    return _pow(w_inv, pos, P) * s_inv % P
+
+
+def lde_point(log_size: int, pos, shift: int = 0):
+    """The coset point ``s^(2^shift) w^pos`` of a domain of ``2^log_size`` points (``shift``: how
+    many times the coset has been squared)."""
+    return _pow(gl.root_of_unity(log_size), pos, P) * pow(OFFSET, 1 << shift, P) % P
+
+
+_POW = np.frompyfunc(pow, 3, 1)
+
+
+def _pow(base: int, e, mod: int):
+    return _POW(base, e, mod) if isinstance(e, np.ndarray) else pow(base, int(e), mod)
+
+
+def constraints_at(air, log_n: int, ood, alphas, public, challenges, sums) -> HostVal:
+    """The AIR's constraints (main and aux) at ``ood.z`` from the claimed values there, divided by
+    their zerofiers and combined with ``alphas`` -- what ``sum_j z^(jn) H_j(z)`` must equal
+    (:func:`parts_at`) -- evaluated with Python integers. ``ood`` has the fields of
+    :class:`~jaxstark.rounds.r3_ood.OutOfDomain` as ``uint64`` arrays."""
+    n = 1 << log_n
+    z = HostVal(np.asarray(ood.z))
+    periodic = []
+    for col in air.periodic_arrays():
+        y, value = z ** (n // len(col)), HostVal(0)
+        for coeff in reversed(interpolate(col.tolist())):  # Horner
+            value = value * y + coeff
+        periodic.append(value)
+    pub = [HostVal(int(v)) for v in np.asarray(public).tolist()]
+    aux = None
+    if air.num_aux_columns:
+        beta, gamma = _each(challenges)
+        aux = AuxFrame(_each(ood.aux_z), _each(ood.aux_zg), beta, gamma, _each(sums))
+    cur, nxt = _each(ood.trace_z), _each(ood.trace_zg)
+    inv_zerofier = (z**n - 1).inv()
+    return combine_constraints(air, log_n, z, inv_zerofier, HostVal.inv, cur, nxt, periodic, pub, _each(alphas), aux)
+
+
+def parts_at(log_n: int, z, parts_z) -> HostVal:
+    """``sum_j z^(jn) H_j(z)`` from the claimed part values."""
+    z = HostVal(np.asarray(z))
+    zn = z ** (1 << log_n)
+    total, zpow = HostVal(0), HostVal(1)
+    for part in _each(parts_z):
+        total, zpow = total + zpow * part, zpow * zn
+    return total
+
+
+def _each(a) -> list[HostVal]:
+    """Extension values ``(k, 3)`` as :class:`HostVal` scalars."""
+    return [HostVal(tuple(x)) for x in np.asarray(a).reshape(-1, 3).tolist()]

@@ -1,0 +1,255 @@
+"""The proof's data flow, written once for the memory planner and the prover.
+
+:func:`schedule` runs every round of :mod:`jaxstark.rounds` against an *executor*
+(:mod:`jaxstark.memory.executor`): the :class:`~jaxstark.memory.executor.Planner` walks it on
+abstract values (compiling each round and recording its memory), the
+:class:`~jaxstark.memory.executor.Runner` on arrays (dispatching the planner's executables).
+:func:`check_shape` and :func:`table_chunks` are what a table's height must satisfy, shared by
+:func:`jaxstark.prove` and :func:`jaxstark.plan`.
+"""
+
+from __future__ import annotations
+
+import collections
+import warnings
+
+import jax
+import numpy as np
+
+from jaxstark.air import AIR
+from jaxstark.chunking import chunk_log, units
+from jaxstark.config import StarkConfig
+from jaxstark.errors import AirViolation, ShapeError
+from jaxstark.logup import bus_layout
+from jaxstark.proof import TableProof
+from jaxstark.protocol.statement import bus_balance
+from jaxstark.rounds import (
+    AUX_COMMIT,
+    AUX_COMMIT_AGAIN,
+    COMPOSITION,
+    DEEP_FRI,
+    FORK,
+    LOGUP_CHALLENGES,
+    OUT_OF_DOMAIN,
+    QUERIES,
+    ROUNDS,
+    STATEMENT,
+    TRACE_COMMIT,
+    TRACE_COMMIT_AGAIN,
+)
+
+__all__ = ["schedule", "check_shape", "table_chunks"]
+
+
+def check_shape(air: AIR, log_n: int, config: StarkConfig, where: str) -> None:
+    """What a table's height and degree must satisfy to be provable (shared with the planner)."""
+    if log_n < 1:
+        raise ShapeError(f"{where}: the trace needs at least 2 rows")
+    if air.max_degree - 1 > config.blowup:
+        raise ValueError(
+            f"{air.name} has constraints of degree {air.max_degree}; blowup {config.blowup} supports at most "
+            f"degree {config.blowup + 1}"
+        )
+    if log_n + config.log_blowup > 31:
+        raise ShapeError(f"{where}: an LDE of 2^{log_n} rows at blowup {config.blowup} exceeds 2^31 rows")
+    air.check_height(log_n)
+
+
+def table_chunks(airs, log_ns, config: StarkConfig, who: str) -> tuple[int | None, ...]:
+    """Per table, log2 of its number of row chunks under the config's cap (checked: only
+    row-local tables without boundary constraints split, and each chunk must be provable);
+    None for a table the planner may split (``"auto"``)."""
+    out = []
+    for i, (air, log_n) in enumerate(zip(airs, log_ns, strict=True)):
+        where = f"{who}: table {i} ({air.name})"
+        k = chunk_log(air, log_n, config, where)
+        if k:
+            check_shape(air, log_n - k, config, f"{where}, chunk of 2^{log_n - k} rows")
+        out.append(k)
+    return tuple(out)
+
+
+def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debug: bool = False, chunks=(), groups=()):
+    """The proof's data flow, written once for the planner (abstract values, compiles and records
+    memory) and the runner (arrays, dispatches): statement, main commits in unit order, LogUp
+    challenges and aux commits, then each unit's rounds 2-5 on its forks in ``order``, each unit
+    released when done. A unit is a table, or a group of row chunks of a split table proven
+    under ``vmap`` (``chunks``, ``groups``: per table, log2 of its number of chunks and of the
+    chunks per group; :mod:`jaxstark.chunking`). Returns the proofs of every table or chunk in
+    statement order (``None`` entries when abstract)."""
+    chunks = tuple(chunks) or (0,) * len(airs)
+    us = units(tuple(log_ns), chunks, groups)
+    statement = dict(airs=tuple(airs), config=config, log_ns=tuple(log_ns), chunks=chunks if any(chunks) else ())
+    table_publics = tuple(publics)
+    airs = [airs[u.table] for u in us]
+    publics = tuple(publics[u.table] for u in us)
+    traces = [ex.chunk(traces[u.table], u, i) if u.split else traces[u.table] for i, u in enumerate(us)]
+    forks = _fork_indices(us, chunks)
+    n = len(us)
+    # a split table's chunks share one set of domain tables; with more than one group, a group's
+    # commitments are dropped once its roots are absorbed and computed again for rounds 2-5
+    per_table = collections.Counter(u.table for u in us)
+    again = [u.split and per_table[u.table] > 1 for u in us]
+    domains, shared = [], {}
+    for i, u in enumerate(us):
+        ex.hold(f"table {u.table}{u.words}: trace (caller's)", traces[i], i, until_end=True)
+        if not u.split:
+            domains.append(ex.domain(i, u.log_rows, config.blowup))
+            ex.hold(f"table {u.table}: domain tables", domains[-1], i)
+        else:
+            if u.table not in shared:
+                shared[u.table] = ex.domain(i, u.log_rows, config.blowup)
+                ex.hold(f"table {u.table}: domain tables (all chunks)", shared[u.table], i, until_end=True)
+            domains.append(shared[u.table])
+    tr = _run(ex, None, STATEMENT, (table_publics,), config, **statement)
+    mains = []
+    for i, u in enumerate(us):
+        r1, tr = _run(ex, i, TRACE_COMMIT, (traces[i], domains[i], tr), config, _spread(u, 3), group=u.split)
+        if again[i]:
+            ex.drop(r1)
+            r1 = None
+        mains.append(r1)
+    auxes, challenges, sums_of = [None] * n, None, {}
+    if any(a.num_aux_columns for a in airs):
+        tr, challenges = _run(ex, None, LOGUP_CHALLENGES, (tr,), config)
+        for i, (a, u) in enumerate(zip(airs, us, strict=True)):
+            if a.num_aux_columns:
+                args = (traces[i], domains[i], challenges, tr)
+                auxes[i], tr = _run(ex, i, AUX_COMMIT, args, config, _spread(u, 4), group=u.split, air=a)
+                if ex.concrete and bool(np.any(ex.host(auxes[i].degenerate))):
+                    raise AirViolation(
+                        f"{a.name}: a LogUp fingerprint is zero (the challenges hit a tuple of the trace; probability "
+                        "about n / p^3); change the trace and prove again"
+                    )
+                if ex.concrete:
+                    sums_of[i] = np.asarray(ex.host(auxes[i].sums)).reshape(-1, len(bus_layout(a)), 3)
+                if again[i]:
+                    ex.drop(auxes[i])
+                    auxes[i] = None
+        if ex.concrete:
+            each = [(a, s) for i, (a, u) in enumerate(zip(airs, us, strict=True))
+                    for s in sums_of.get(i, np.zeros((u.count, 0, 3), np.uint64))]  # fmt: skip
+            for bus, total in bus_balance([a for a, _ in each], [s for _, s in each]).items():
+                if any(total):
+                    warnings.warn(
+                        f"bus {bus!r} does not balance over the tables (prove with debug=True for a witness tuple); "
+                        "the proof will not verify",
+                        stacklevel=3,
+                    )
+    proofs = [None] * n
+    for i in order:
+        u = us[i]
+        if again[i]:  # the group's commitments again (the same executables; the transcript is not touched)
+            args = (traces[i], domains[i], tr)
+            mains[i], _ = _run(ex, i, TRACE_COMMIT_AGAIN, args, config, _spread(u, 3), group=True)
+            if airs[i].num_aux_columns:
+                args = (traces[i], domains[i], challenges, tr)
+                auxes[i], _ = _run(ex, i, AUX_COMMIT_AGAIN, args, config, _spread(u, 4), group=True, air=airs[i])
+        proofs[i] = _table_rounds(
+            ex, i, u, forks[i], airs[i], publics[i], config, domains[i], mains[i], auxes[i], challenges, tr, debug
+        )
+        mains[i] = auxes[i] = None
+        ex.release(i)
+    return [p for i, u in enumerate(us) for p in (proofs[i] if ex.concrete else [None] * u.count)]
+
+
+def _run(ex, table: int | None, name: str, args: tuple, config: StarkConfig, axes: tuple | None = None, /, *,
+         group: bool = False, **given):  # fmt: skip
+    """Round ``name`` (:data:`jaxstark.rounds.ROUNDS`) of unit ``table`` through the executor, its
+    statics read from ``config`` or ``given``. ``axes``: the group axes of its arguments, for a
+    group of row chunks; ``group``: the unit is such a group and the round batches it itself."""
+    r = ROUNDS[name]
+    fn = r.group_fn if group else r.fn
+    return ex.run(table, name, fn, args, r.static(config, **given), axes, vmap=r.group_fn is None)
+
+
+def _spread(unit, n: int) -> tuple | None:
+    """The group axes of a commit round's ``n`` arguments (the trace group; the rest shared)."""
+    return (0,) + (None,) * (n - 1) if unit.split else None
+
+
+def _fork_indices(us, chunks) -> list:
+    """Per unit, the index of its transcript fork (a table's or chunk's position in statement
+    order, :func:`jaxstark.chunking.slots`): an int, or an array of the group's indices."""
+    start = np.cumsum([0, *(1 << k for k in chunks)])  # each table's first slot
+    first = [int(start[u.table]) + u.chunk for u in us]
+    return [
+        np.arange(f, f + u.count, dtype=np.uint64) if u.split else np.uint64(f) for f, u in zip(first, us, strict=True)
+    ]
+
+
+def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, challenges, tr, debug) -> list | None:
+    """Rounds 2-5 of unit ``i`` on its own fork(s) of the transcript: a table, or a group of
+    row chunks under ``vmap`` (the domain, challenges and public inputs shared, the rest
+    batched). Returns the unit's table proofs (one per chunk)."""
+    b = 0 if unit.split else None  # the vmap axis of a unit's own values
+    grp = (lambda *axes: axes) if unit.split else (lambda *axes: None)  # noqa: E731
+    no_aux = None if aux is None else b
+    tr = _run(ex, i, FORK, (tr, fork), config, grp(None, 0))
+    aux_lde, aux_coeffs = (None, None) if aux is None else (aux.lde, aux.coeffs)
+    logup = None if aux is None else (challenges, aux.sums)
+    comp, tr = _run(
+        ex, i, COMPOSITION, (domain, r1.lde, aux_lde, logup, public, tr), config,
+        grp(None, b, no_aux, None if aux is None else (None, b), None, b), air=air,
+    )  # fmt: skip
+    if ex.concrete and bool(np.any(ex.host(comp.excess))):
+        message = (
+            f"{air.name}: the composition polynomial is not of degree < {air.composition_parts} * n: the trace does "
+            "not satisfy the AIR (prove with debug=True to name the constraint and row) or a constraint's declared "
+            "degree is too low"
+        )
+        if debug:  # the trace passed check_trace, so a declared degree is wrong
+            raise AirViolation(message)
+        warnings.warn(message + "; the proof will not verify", stacklevel=4)
+    ood, tr = _run(
+        ex, i, OUT_OF_DOMAIN, (r1.coeffs, aux_coeffs, comp.parts_coeffs, tr), config, grp(b, no_aux, b, b),
+        log_n=domain.log_n,
+    )  # fmt: skip
+    fri, tr = _run(
+        ex, i, DEEP_FRI, (domain, r1.lde, aux_lde, comp.parts_lde, ood, tr), config, grp(None, b, no_aux, b, b, b)
+    )
+    op, _ = _run(ex, i, QUERIES, (r1, aux, comp, fri, tr), config, grp(b, no_aux, b, b, b), log_size=domain.log_size)
+    if not ex.concrete:
+        return None
+    host = ex.host
+    root = (lambda nodes: nodes[:, 1]) if unit.split else (lambda nodes: nodes[1])  # noqa: E731
+    fields = dict(
+        trace_root=host(root(r1.nodes)),
+        parts_root=host(root(comp.nodes)),
+        fri_roots=[host(root(nodes)) for nodes in fri.nodes],
+        trace_z=host(ood.trace_z),
+        trace_zg=host(ood.trace_zg),
+        aux_z=host(ood.aux_z),
+        aux_zg=host(ood.aux_zg),
+        parts_z=host(ood.parts_z),
+        fri_final=host(fri.final),
+        nonce=host(op.nonce),
+        trace_rows=host(op.trace_rows),
+        trace_paths=host(op.trace_paths),
+        aux_rows=host(op.aux_rows),
+        aux_paths=host(op.aux_paths),
+        parts_rows=host(op.parts_rows),
+        parts_paths=host(op.parts_paths),
+        fri_rows=tuple(host(r) for r in op.fri_rows),
+        fri_paths=tuple(host(p) for p in op.fri_paths),
+        aux_root=None if aux is None else host(root(aux.nodes)),
+        bus_sums=None if aux is None else host(aux.sums),
+    )
+    if not unit.split:
+        return [_table_proof(air, domain.log_n, fields)]
+    return [_table_proof(air, domain.log_n, jax.tree.map(lambda x, j=j: x[j], fields)) for j in range(unit.count)]
+
+
+def _table_proof(air, log_n, f) -> TableProof:
+    """One table's (or chunk's) proof from its host values."""
+    roots = f.pop("fri_roots")
+    fri_roots = np.stack(roots) if len(roots) else np.zeros((0, 32), np.uint8)
+    aux_root, bus_sums = f.pop("aux_root"), f.pop("bus_sums")
+    return TableProof(
+        air_id=air.fingerprint(),
+        log_n=log_n,
+        aux_root=np.zeros((0, 32), np.uint8) if aux_root is None else aux_root[None],
+        bus_sums=np.zeros((0, 3), np.uint64) if bus_sums is None else bus_sums,
+        fri_roots=fri_roots,
+        **f,
+    )

@@ -1,0 +1,159 @@
+"""The verifier runs on the host: its transcript draws what the prover's draws (every hash), its
+DEEP and FRI algebra equals the rounds' on random values, it compiles nothing, and no corruption
+of a proof's bytes gets past it or crashes it."""
+
+import contextlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxstark as js
+from jaxstark import ext, gl
+from jaxstark.field.host import HostVal, batch, interpolate
+from jaxstark.hash.interface import HASHES
+from jaxstark.ntt import intt
+from jaxstark.protocol import algebra
+from jaxstark.rounds.r3_ood import OutOfDomain
+from jaxstark.rounds.r4_deep_fri import _fold, deep_combine
+from jaxstark.transcript import HostTranscript, Transcript
+from tests import attacks
+
+P = gl.P
+
+
+def script(t, root, values, ext_values):
+    """Every transcript operation the protocol uses, in one sequence."""
+    t = t.absorb_digest("trace root", root).absorb_digest("roots", np.stack([root, root[::-1]]))
+    t = t.absorb_base("public", values).absorb_base("empty", np.zeros((0,), np.uint64))
+    t, alpha = t.challenge_ext("alpha")
+    t, alphas = t.challenge_ext("alphas", 7)
+    t = t.absorb_ext("ood", ext_values)
+    t, betas = t.challenge_base("betas", 5)
+    t, beta = t.challenge_base("beta")
+    child = t.fork(3)
+    child = child.absorb_digest("text", child.text_digest("Fibonacci/w2/d1,1/0123"))
+    words = [child.pow_word(n) for n in (0, 1, 2**40)]
+    child, q = child.query_indices("queries", 30, 1 << 12)
+    return child, (alpha, alphas, betas, beta, q, *words)
+
+
+@pytest.mark.parametrize("name", sorted(HASHES))
+def test_the_host_transcript_draws_what_the_jax_transcript_draws(name):
+    rng = np.random.default_rng(len(name))
+    root = rng.integers(0, 256, 32, dtype=np.uint8)
+    values = rng.integers(0, P, 6, dtype=np.uint64)
+    ext_values = rng.integers(0, P, (3, 3), dtype=np.uint64)
+    tj, outs_j = script(Transcript.new("jaxstark-test", name, annotated=True), jnp.asarray(root), values, ext_values)
+    th, outs_h = script(HostTranscript.new("jaxstark-test", name, annotated=True), root, values, ext_values)
+    for a, b in zip(outs_j, outs_h, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert bytes(np.asarray(tj.state)) == th.state
+    assert [(e.label, e.kind) for e in tj.log] == [(e.label, e.kind) for e in th.log]
+    for a, b in zip(tj.log, th.log, strict=True):
+        np.testing.assert_array_equal(np.asarray(a.value), b.value)
+    assert HostTranscript.new("x", name).pow_ok(5, 0) and isinstance(outs_h[-1], int)
+
+
+def test_the_host_algebra_equals_the_rounds_on_random_values():
+    rng = np.random.default_rng(7)
+    q, c, parts, a = 9, 4, 2, 3
+    rand = lambda *s: rng.integers(0, P, s, dtype=np.uint64)  # noqa: E731
+    xs, rows, aux_rows, parts_rows = rand(q), rand(q, c), rand(q, a, 3), rand(q, parts, 3)
+    ood = OutOfDomain(*(jnp.asarray(v) for v in (rand(3), rand(c, 3), rand(c, 3), rand(parts, 3), rand(a, 3),
+                                                  rand(a, 3))))  # fmt: skip
+    gamma, zg = rand(3), rand(3)
+    g_pows = ext.powers(jnp.asarray(gamma), 2 * c + parts + 2 * a)
+    want = np.asarray(deep_combine(jnp.asarray(xs), jnp.asarray(rows), jnp.asarray(aux_rows), jnp.asarray(parts_rows),
+                                   ood, g_pows, jnp.asarray(zg)))  # fmt: skip
+    hg = [HostVal(tuple(g)) for g in np.asarray(g_pows).tolist()]
+    g1, g2, g3, g4, g5 = algebra.deep_weights(hg, c, parts, a)
+
+    def dot(values, weights):  # values (q, k) base or (q, k, 3) extension, one HostVal batch out
+        out = HostVal(0)
+        for k, w in enumerate(weights):
+            out = out + (HostVal(values[:, k]) if values.ndim == 3 else batch(values[:, k])) * w
+        return out
+
+    def dot_claims(values, weights):
+        return dot(np.asarray(values)[None], weights)
+
+    num_z = dot(rows, g1) + dot(parts_rows, g3) + dot(aux_rows, g4)
+    num_z = num_z - (dot_claims(ood.trace_z, g1) + dot_claims(ood.parts_z, g3) + dot_claims(ood.aux_z, g4))
+    num_zg = dot(rows, g2) + dot(aux_rows, g5) - (dot_claims(ood.trace_zg, g2) + dot_claims(ood.aux_zg, g5))
+    got = algebra.deep_value(batch(xs), HostVal(np.asarray(ood.z)), HostVal(zg), num_z, num_zg, HostVal.inv)
+    np.testing.assert_array_equal(got.array(), want)
+
+    lo, hi, x_inv, beta = rand(q, 3), rand(q, 3), rand(q), rand(3)
+    want = np.asarray(_fold(jnp.asarray(lo), jnp.asarray(hi), jnp.asarray(x_inv), jnp.asarray(beta)))
+    got = algebra.fold_pair(HostVal(lo), HostVal(hi), batch(x_inv), HostVal(beta))
+    np.testing.assert_array_equal(got.array(), want)
+    for j in range(q):  # a batch is its scalars side by side
+        one = algebra.fold_pair(HostVal(tuple(lo[j])), HostVal(tuple(hi[j])), int(x_inv[j]), HostVal(tuple(beta)))
+        assert one.c == tuple(int(v) for v in want[j])
+
+
+def test_points_and_interpolation_on_the_host():
+    rng = np.random.default_rng(3)
+    for m in (1, 2, 8, 32):
+        vals = rng.integers(0, P, m, dtype=np.uint64)
+        assert interpolate(vals.tolist()) == np.asarray(intt(jnp.asarray(vals)[:, None]))[:, 0].tolist()
+    with pytest.raises(ValueError, match="power of two"):
+        interpolate([1, 2, 3])
+    pos = np.array([0, 1, 5, 31])
+    got = algebra.lde_point(5, batch(pos), shift=2)
+    assert list(got) == [pow(gl.root_of_unity(5), int(t), P) * pow(3, 4, P) % P for t in pos]
+    x_inv = algebra.layer_x_inv(6, 1, batch(pos))
+    x = algebra.lde_point(5, batch(pos), shift=1)
+    assert all(int(a) * int(b) % P == 1 for a, b in zip(x_inv, x, strict=True))
+
+
+@contextlib.contextmanager
+def compilations():
+    """Count JAX compilations (traces to jaxpr and backend compiles) inside the block."""
+    events = []
+
+    def listener(event, duration, **kw):
+        if event.startswith("/jax/core/compile"):
+            events.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield events
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+def test_verifying_compiles_nothing():
+    air, _, public = attacks.fib()
+    fib_proofs = [attacks.fib_proof(attacks.CFG)]
+    others = {
+        "poseidon2": js.StarkConfig(blowup=2, num_queries=5, grinding_bits=1, fri_final_degree=4, hash="poseidon2"),
+        "keccak256": js.StarkConfig(blowup=4, num_queries=6, grinding_bits=0, fri_final_degree=2, hash="keccak256"),
+    }
+    proofs = [(attacks.CFG, p) for p in fib_proofs]
+    for cfg in others.values():
+        proofs.append((cfg, js.prove(air, attacks.fib()[1], public, cfg)))
+    bus, forged = attacks.bus_proof(), attacks.dishonest("consistent claims")
+    with compilations() as events:
+        for cfg, proof in proofs:
+            assert js.verify(air, proof.to_bytes(), public, cfg)
+        assert attacks.verify_bus(bus)
+        with pytest.raises(js.InvalidProof):
+            attacks.verify_fib(forged)
+    assert events == [], events
+
+
+def test_300_random_bit_flips_are_all_rejected():
+    air, _, public = attacks.fib()
+    raw = bytearray(attacks.fib_proof().to_bytes())
+    rng = np.random.default_rng(300)
+    codes = {}
+    for bit in rng.choice(8 * len(raw), 300, replace=False):
+        flipped = bytearray(raw)
+        flipped[bit // 8] ^= 1 << (bit % 8)
+        with pytest.raises(js.InvalidProof) as exc:  # anything else (a crash) fails the test
+            js.verify(air, bytes(flipped), public, attacks.CFG)
+        codes[exc.value.code] = codes.get(exc.value.code, 0) + 1
+    assert len(codes) >= 4, codes  # flips land in the header, the roots, the openings and the claims
