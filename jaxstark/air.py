@@ -43,6 +43,7 @@ import numpy as np
 
 from jaxstark.errors import ShapeError
 from jaxstark.field import goldilocks as gl
+from jaxstark.field.host import HostVal
 from jaxstark.field.val import Val
 from jaxstark.logup import aux_degrees, signature
 
@@ -139,7 +140,7 @@ class AIR(eqx.Module):
                     f"{self.name}: periodic column {i} has length {m}; it must be a power of two no longer than the "
                     f"trace ({n} rows)"
                 )
-        for j, (col, row, _) in enumerate(self.boundary([Val.const(0)] * self.num_public_inputs)):
+        for j, (col, row, _) in enumerate(self.boundary([HostVal(0)] * self.num_public_inputs)):
             if not 0 <= col < self.width or not -n <= row < n:
                 raise ShapeError(
                     f"{self.name}: boundary constraint {j} is at column {col}, row {row}, outside a {n} x "
@@ -155,7 +156,7 @@ class AIR(eqx.Module):
         evaluates its own copy.)"""
         boundary = [
             (col, row, int(v) if isinstance(v, (int, np.integer)) else "public")
-            for col, row, v in self.boundary([Val.const(0)] * self.num_public_inputs)
+            for col, row, v in self.boundary([HostVal(0)] * self.num_public_inputs)
         ]
         periodic = [col.tolist() for col in self.periodic_arrays()]
         fields = [(f.name, _canonical(getattr(self, f.name))) for f in dataclasses.fields(self)]

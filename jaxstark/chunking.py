@@ -54,8 +54,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from jaxstark.air import AIR, Val
+from jaxstark.air import AIR
 from jaxstark.config import StarkConfig, env_knob
+from jaxstark.field.host import HostVal
 
 __all__ = [
     "Unit",
@@ -124,7 +125,7 @@ def check_chunkable(air: AIR, where: str) -> None:
 
 def chunkable(air: AIR) -> bool:
     """Whether ``air`` can be split into row chunks (row-local, no boundary constraints)."""
-    return air.row_local and not air.boundary([Val.const(0)] * air.num_public_inputs)
+    return air.row_local and not air.boundary([HostVal(0)] * air.num_public_inputs)
 
 
 def chunk_log(air: AIR, log_n: int, config: StarkConfig, where: str) -> int | None:

@@ -2,6 +2,7 @@
 opening check against real Merkle trees."""
 
 import ast
+import concurrent.futures
 import pathlib
 import subprocess
 import sys
@@ -125,6 +126,14 @@ def test_permute_matches_jax():
     for part in (slice(0, 1), slice(0, host.SMALL_BATCH), slice(0, host.SMALL_BATCH + 1), slice(100, 150)):
         np.testing.assert_array_equal(host.permute(states[part]), want[part])
     np.testing.assert_array_equal(host.permute(states[:24].reshape(2, 3, 4, 12)), want[:24].reshape(2, 3, 4, 12))
+
+
+def test_permute_in_blocks():
+    """More states than one numpy pass takes, against the permutation on Python integers."""
+    states = field_values((2 * host.BLOCK + 50, 12), RNG)
+    got = host.permute(states)
+    for i in [0, host.BLOCK - 1, host.BLOCK, host.BLOCK + 1, 2 * host.BLOCK + 49, *RNG.integers(0, len(states), 20)]:
+        assert got[i].tolist() == host._permute_int(states[i].tolist()), i
 
 
 def test_numpy_permutation_reads_words_mod_p():
@@ -264,8 +273,8 @@ def test_a_changed_or_out_of_range_index_fails_exactly_its_query(openings):
 
 
 def test_a_repeated_query_is_checked_on_its_own(openings):
-    """Queries 0 and 1 open the same leaf (2 and 3 are siblings): tampering with one of them near
-    the root, where the two paths share every node, fails that one only."""
+    """Queries 0 and 1 open the same leaf, 2 and 3 are siblings: tampering with one of them, next to
+    its leaf or next to the root (where the two paths share their nodes), fails that one only."""
     name, trees = openings
     t = 1
     log_n = trees[t][0]
@@ -275,6 +284,17 @@ def test_a_repeated_query_is_checked_on_its_own(openings):
             paths[j, k, 0] ^= 0x80
             res = host.verify_paths(name, _replace(trees, t, paths=paths))[t]
             assert not res[j] and res[other], (j, k)
+
+
+def test_threads_check_openings_at_once(openings):
+    name, trees = openings
+    bad = _replace(trees, 1, root=trees[1][1] ^ np.uint8(1))
+    want = [host.verify_paths(name, t) for t in (trees, bad)]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda k: host.verify_paths(name, (trees, bad)[k % 2]), range(16)))
+    for k, res in enumerate(got):
+        for r, w in zip(res, want[k % 2], strict=True):
+            np.testing.assert_array_equal(r, w)
 
 
 def test_openings_check_their_shapes(openings):

@@ -16,22 +16,29 @@ check openings and replay the transcript on the CPU in milliseconds:
 :func:`verify_paths` checks the openings of several trees at once. For Poseidon2 every tree's
 queries at one step share one permutation call; trees are lined up so that they all finish at
 the last step (a tree of depth ``d`` whose rows take ``c`` absorptions starts ``c + d`` steps
-before the end), so the number of permutation calls is the longest tree's ``c + d``.
+before the end), so the number of permutation calls is the longest tree's ``c + d``. Each tree's
+queries go in index order, and neighbours with the same permutation input (two queries under one
+node near the root, or one leaf opened twice) share one permutation; for BLAKE3 and Keccak a query
+whose path joins its predecessor's, with the same node and the same siblings from there on, takes
+its predecessor's result.
 
-Poseidon2 in numpy: states are ``(12, N)`` arrays, one row per state word. Inside the
-permutation a word is any ``uint64`` congruent to its value mod p (it is made canonical at the
-end): a product comes from 32-bit limbs and is folded with ``2^64 = 2^32 - 1`` and
-``2^96 = -1 (mod p)``; the external layer runs on the 32-bit halves of the words, whose small
+Poseidon2 in numpy: states are ``(12, N)`` arrays, one row per state word, at most :data:`BLOCK`
+columns per pass. In the full rounds a word is any ``uint64`` congruent to its value mod p (made
+canonical at the end): a product comes from 32-bit limbs and is folded with ``2^64 = 2^32 - 1``
+and ``2^96 = -1 (mod p)``; the external layer runs on the 32-bit halves of the words, whose small
 integer combinations cannot overflow, and is folded once. The 22 partial rounds are linear apart
-from their 22 S-boxes, so the state after them and every S-box input are fixed linear maps of the
-state before them and the earlier S-box outputs; these maps are products of ``float64`` matrices
-with the 16-bit limbs of the words (every partial sum an integer below ``2^53``, so exact),
-folded to words the same way.
+from their 22 S-boxes, so every S-box input and the state after them are fixed linear maps of the
+state before them and of the earlier S-box outputs. There a value is four ``float64`` limbs
+(``z0 + z1 2^16 + z2 2^32 + z3 2^48`` mod p, exact integers of either sign): the linear maps and
+the S-box products are matrix products, carries keep the limbs near 16 bits, and every partial sum
+is an integer below 2^53, so exact. A pass allocates no large arrays: its buffers (about 5 MB for
+:data:`BLOCK` columns) stay with the thread.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import threading
 from collections.abc import Callable, Sequence
 
@@ -310,228 +317,44 @@ def _permute_int(x: list[int]) -> list[int]:
 # Poseidon2: the permutation in numpy, over (12, N) columns
 # ---------------------------------------------------------------------------------------------
 
+# Constants as 0-d arrays: numpy takes a 0-d array operand faster than a numpy or Python scalar.
 _U = np.uint64
-_M32 = _U(0xFFFF_FFFF)
-_EPS = _U(0xFFFF_FFFF)  # 2^64 mod p
-_S32 = _U(32)
-_S1 = _U(1)
-_S2 = _U(2)
-_M16 = _U(0xFFFF)
-_SH16 = np.array([0, 16, 32, 48], np.uint64)
+_M32 = np.array(0xFFFF_FFFF, np.uint64)
+_EPS = np.array(0xFFFF_FFFF, np.uint64)  # 2^64 mod p
+_S32 = np.array(32, np.uint64)
+_S1 = np.array(1, np.uint64)
+_S2 = np.array(2, np.uint64)
+_M16 = np.array(0xFFFF, np.uint64)
+_I16 = np.array(65536, np.int64)
+_I32 = np.array(32, np.int64)
+_IM32 = np.array(0xFFFF_FFFF, np.int64)  # also eps
+_SH16 = np.array([0, 16, 32, 48], np.uint64)[:, None]
 
-
-class _Scratch:
-    """Buffers for the full rounds on (12, N) words, reused by every operation of one permutation."""
-
-    def __init__(self, n: int) -> None:
-        self.t = [np.empty((WIDTH, n), np.uint64) for _ in range(5)]
-        self.x0, self.x1, self.p, self.p0, self.p1 = (np.empty((WIDTH, n), np.uint64) for _ in range(5))
-        self.mask = np.empty((WIDTH, n), bool)
-        self.halves = np.empty((2, WIDTH, n), np.uint64)
-        self.y = np.empty((2, 3, 4, n), np.uint64)
-        self.chain = [np.empty((2, 3, n), np.uint64) for _ in range(4)]
-        self.col = np.empty((2, 1, 4, n), np.uint64)
-
-
-def _fold_into(lo, hi, w: _Scratch) -> None:
-    """lo <- a word congruent to ``hi * 2^64 + lo`` (both any uint64): 2^64 = 2^32 - 1, 2^96 = -1."""
-    a, b, mask = w.t[0], w.t[1], w.mask
-    np.right_shift(hi, _S32, out=a)
-    np.less(lo, a, out=mask)
-    lo -= a
-    np.multiply(mask, _EPS, out=a)  # a borrow took 2^64 = eps (mod p) too many
-    lo -= a
-    np.bitwise_and(hi, _M32, out=b)
-    np.left_shift(b, _S32, out=a)
-    a -= b  # (hi & m) * (2^32 - 1)
-    lo += a
-    np.less(lo, a, out=mask)
-    np.multiply(mask, _EPS, out=a)  # a carry lost 2^64 = eps
-    lo += a
-
-
-def _mul_into(a0, a1, b0, b1, w: _Scratch, out) -> None:
-    """out <- a word congruent to ``a * b``, from the 32-bit limbs of a and b."""
-    ll, lh, hl, hh, tmp = w.t
-    np.multiply(a0, b0, out=ll)
-    np.multiply(a0, b1, out=lh)
-    np.multiply(a1, b0, out=hl)
-    np.multiply(a1, b1, out=hh)
-    np.right_shift(ll, _S32, out=out)  # the middle 32-bit column: below 3 * 2^32
-    np.bitwise_and(lh, _M32, out=tmp)
-    out += tmp
-    np.bitwise_and(hl, _M32, out=tmp)
-    out += tmp
-    np.right_shift(lh, _S32, out=lh)
-    hh += lh
-    np.right_shift(hl, _S32, out=hl)
-    hh += hl
-    np.right_shift(out, _S32, out=lh)
-    hh += lh  # the high word
-    np.bitwise_and(ll, _M32, out=ll)
-    np.left_shift(out, _S32, out=out)
-    out |= ll  # the low word
-    _fold_into(out, hh, w)
-
-
-def _square_into(a0, a1, w: _Scratch, out) -> None:
-    ll, lh, hh, tmp = w.t[2], w.t[3], w.t[4], w.t[0]
-    np.multiply(a0, a0, out=ll)
-    np.multiply(a0, a1, out=lh)
-    np.multiply(a1, a1, out=hh)
-    np.right_shift(ll, _S32, out=out)
-    np.bitwise_and(lh, _M32, out=tmp)
-    np.left_shift(tmp, _S1, out=tmp)
-    out += tmp
-    np.right_shift(lh, _S32, out=lh)
-    np.left_shift(lh, _S1, out=lh)
-    hh += lh
-    np.right_shift(out, _S32, out=lh)
-    hh += lh
-    np.bitwise_and(ll, _M32, out=ll)
-    np.left_shift(out, _S32, out=out)
-    out |= ll
-    _fold_into(out, hh, w)
-
-
-def _split_into(v, lo, hi) -> None:
-    np.bitwise_and(v, _M32, out=lo)
-    np.right_shift(v, _S32, out=hi)
-
-
-def _sbox_into(x, w: _Scratch, out) -> None:
-    """out <- x^7 through x^2, x^3, x^6 (out may be x)."""
-    x0, x1, p, p0, p1 = w.x0, w.x1, w.p, w.p0, w.p1
-    _split_into(x, x0, x1)
-    _square_into(x0, x1, w, p)
-    _split_into(p, p0, p1)
-    _mul_into(p0, p1, x0, x1, w, p)
-    _split_into(p, p0, p1)
-    _square_into(p0, p1, w, p)
-    _split_into(p, p0, p1)
-    _mul_into(p0, p1, x0, x1, w, out)
-
-
-def _external_into(x, w: _Scratch, out, rc_halves=None) -> None:
-    """out <- ``M_E x`` (plus round constants given as their 32-bit halves ``(2, 12, 1)``) on (12, N)
-    words (out may be x).
-
-    Each half of a word is below 2^32 and every output half a combination with coefficients
-    summing to at most 64 (plus a constant half), so below 2^39: no overflow before the fold."""
-    n = x.shape[-1]
-    _split_into(x, w.halves[0], w.halves[1])
-    h4 = w.halves.reshape(2, 3, 4, n)
-    a, b, c, d = h4[:, :, 0], h4[:, :, 1], h4[:, :, 2], h4[:, :, 3]
-    y = w.y
-    ab, cd, b2cd, d2ab = w.chain
-    np.add(a, b, out=ab)
-    np.add(c, d, out=cd)
-    np.left_shift(b, _S1, out=b2cd)
-    b2cd += cd  # 2b + c + d
-    np.left_shift(d, _S1, out=d2ab)
-    d2ab += ab  # a + b + 2d
-    r1, r3 = y[:, :, 1], y[:, :, 3]
-    np.left_shift(cd, _S2, out=r3)
-    r3 += d2ab  # a + b + 4c + 6d
-    np.left_shift(ab, _S2, out=r1)
-    r1 += b2cd  # 4a + 6b + c + d
-    np.add(d2ab, r1, out=y[:, :, 0])  # 5a + 7b + c + 3d
-    np.add(b2cd, r3, out=y[:, :, 2])  # a + 3b + 5c + 7d
-    np.sum(y, axis=1, keepdims=True, out=w.col)
-    y += w.col
-    y2 = y.reshape(2, WIDTH, n)
-    if rc_halves is not None:
-        y2 += rc_halves
-    lo, hi = y2[0], y2[1]
-    top, tmp = w.t[0], w.t[1]
-    np.left_shift(hi, _S32, out=top)
-    np.right_shift(hi, _S32, out=out)
-    out *= _EPS  # (hi >> 32) 2^64 = (hi >> 32) eps
-    out += lo
-    out += top
-    np.less(out, top, out=w.mask)
-    np.multiply(w.mask, _EPS, out=tmp)
-    out += tmp
-
-
-def _from_z(z):
-    """Words (..., N) congruent to ``z0 + z1 2^16 + z2 2^32 + z3 2^48`` for exact integers z (..., 4, N)
-    in float64 below 2^46.9 in magnitude (so that every int64 below stays below 2^63)."""
-    zi = z.astype(np.int64)
-    t = zi[..., 0, :] + zi[..., 1, :] * 65536
-    u = zi[..., 2, :] + zi[..., 3, :] * 65536  # value = t + u 2^32
-    w = u + (t >> 32)  # value = (t & m) + w 2^32
-    g = (t & 0xFFFF_FFFF) + (w >> 32) * 0xFFFF_FFFF  # w 2^32 = (w >> 32) 2^64 + (w & m) 2^32, 2^64 = eps
-    h = (w & 0xFFFF_FFFF) + (g >> 32)  # value = (g & m) + h 2^32, h >> 32 in {-1, 0, 1}
-    r = (h.view(np.uint64) << _S32) | (g & 0xFFFF_FFFF).view(np.uint64)
-    r += ((h >> 32) * 0xFFFF_FFFF).view(np.uint64)  # that many 2^64 = eps
-    return r
-
+_RC = np.array(_c.EXTERNAL_ROUND_CONSTANTS, np.uint64)
+_RC_HALVES = np.stack([_RC & _M32, _RC >> _S32], axis=1)[..., None]  # (rounds, 2, 12, 1)
 
 # A value as four float64 limbs z (..., 4, N) stands for z0 + z1 2^16 + z2 2^32 + z3 2^48 (mod p); the limbs
 # are exact integers of either sign. The 16 products of two limb vectors, grouped by weight 2^(16 s) for
 # s = 0..6, fold back to four limbs with 2^64 = 2^32 - 1, 2^80 = 2^48 - 2^16 and 2^96 = -1 (mod p).
 _FOLD16 = np.zeros((4, 7))
-for _s, _t, _sign in [
-    (0, 0, 1),
-    (1, 1, 1),
-    (2, 2, 1),
-    (3, 3, 1),
-    (4, 2, 1),
-    (4, 0, -1),
-    (5, 3, 1),
-    (5, 1, -1),
-    (6, 0, -1),
-]:
+for _s, _t, _sign in [(0, 0, 1), (1, 1, 1), (2, 2, 1), (3, 3, 1), (4, 2, 1), (4, 0, -1), (5, 3, 1), (5, 1, -1)]:
     _FOLD16[_t, _s] += _sign
-_PRODUCT_FOLD = np.array([[_FOLD16[t, i + j] for i in range(4) for j in range(4)] for t in range(4)])
-# one carry step: limb t keeps its low 16 bits and passes the rest to limb t + 1; the carry out of limb 3
-# (weight 2^64 = 2^32 - 1) goes to limbs 2 and 0
-_CARRY = np.array([[0, 0, 0, -1], [1, 0, 0, 0], [0, 1, 0, 1], [0, 0, 1, 0]], np.float64) - 65536.0 * np.eye(4)
-_INV16 = 1.0 / 65536
+_FOLD16[0, 6] -= 1  # 2^96 = -1
+# A carry: limb t keeps its low 16 bits and passes the rest to limb t + 1; what leaves limb 3 (weight
+# 2^64 = 2^32 - 1) goes to limbs 2 and 0. It works on a pair (z / 2^16, floor(z / 2^16)) (..., 8, N):
+# the matrix products leading to a carry come out scaled by 2^-16 (exact: a power of two), one floor
+# gives the carries, and one product of the pair with _CARRY (or _CARRY_SCALED, for a further carry)
+# gives the new limbs.
+_KC = np.array([[0, 0, 0, -1], [1, 0, 0, 0], [0, 1, 0, 1], [0, 0, 1, 0]], np.float64)
+_CARRY = np.hstack([65536.0 * np.eye(4), _KC - 65536.0 * np.eye(4)])
+_CARRY_SCALED = _CARRY / 65536
+# the 16 products (row 4 i + j: limb i times limb j) to the four limbs of their sum, scaled by 2^-16
+_FOLD_SCALED = np.array([[_FOLD16[t, i + j] for i in range(4) for j in range(4)] for t in range(4)]) / 65536
 
-
-def _carry(z, out=None):
-    """Limbs below 2^53 in magnitude -> the same value with limbs below 2^16 + max |z| / 2^15."""
-    return np.add(z, _CARRY @ np.floor(z * _INV16), out=out)
-
-
-def _limb_mul(a, b):
-    """The product of limb vectors a, b (..., 4, N): each limb a sum of at most six limb products."""
-    n = a.shape[-1]
-    p = a[..., :, None, :] * b[..., None, :, :]
-    return _PRODUCT_FOLD @ p.reshape(*p.shape[:-3], 16, n)
-
-
-def _limb_sbox(z, out):
-    """x^7 of a limb vector (4, N) of magnitude below 2^46, as limbs of magnitude below 2^21.7 into ``out``.
-
-    A carry takes limbs below B to limbs below 2^16 + B / 2^15, and a product of limbs below A and B
-    has limbs below 6 A B. So: two carries take z below 2^17.01; x^2 is below 2^36.7 and one carry
-    takes it below 2^21.7; x^3 and x^4 are below 2^46 and two carries take them below 2^17.01; x^7 is
-    below 2^36.7 and one carry takes it below 2^21.7. Every limb and partial sum stays an integer
-    below 2^53: exact."""
-    x = _carry(_carry(z))
-    x2 = _carry(_limb_mul(x, x))
-    x34 = _carry(_carry(_limb_mul(x2, np.stack([x, x2]))))
-    return _carry(_limb_mul(x34[0], x34[1]), out=out)
-
-
+BLOCK = 1024  # columns per permutation pass: larger batches run in pieces of at most this many
 # OpenBLAS runs a matrix product on one thread up to M * N * K = 4 * 65536; a threaded product on a busy
 # machine can wait milliseconds for its other threads, so longer products are split by columns.
 _BLAS_ONE_THREAD = 1 << 18
-
-
-def _dot(w: np.ndarray, x: np.ndarray) -> np.ndarray:
-    m, k = w.shape
-    n = x.shape[-1]
-    step = max(1, _BLAS_ONE_THREAD // (m * k))
-    if n <= step:
-        return w @ x
-    out = np.empty((m, n))
-    for i in range(0, n, step):
-        out[:, i : i + step] = w @ x[:, i : i + step]
-    return out
 
 
 def _z_matrix(w: list[list[int]], const: list[int] | None = None) -> np.ndarray:
@@ -551,67 +374,334 @@ def _z_matrix(w: list[list[int]], const: list[int] | None = None) -> np.ndarray:
     return np.concatenate([col, out], axis=1)
 
 
-def _mat_vec(a: list[list[int]], v: list[int]) -> list[int]:
-    return [sum(x * y for x, y in zip(row, v, strict=True)) % P for row in a]
-
-
 @functools.cache
 def _partial_maps() -> tuple[list[np.ndarray], np.ndarray]:
-    """The partial rounds as linear maps. With v the state before them and y_r the S-box output of
-    round r, the S-box input of round r is ``A[r] v + sum_{j<r} B[r][j] y_j + c_r`` and the state
-    after them ``F (v, y_0, ..., y_21)``. Returns the z-matrices of round r's input (on a ones row,
-    v and y_0..y_{r-1}) and of the state after the rounds plus the next full round's constants
-    (on the ones row, v and all y)."""
-    mi = [[(1 + (_DIAG[i] if i == j else 0)) % P for j in range(WIDTH)] for i in range(WIDTH)]
+    """The partial rounds as linear maps. With v the S-box output of the last full round before them
+    (so that ``M_E v`` is the state they start from) and y_r the S-box output of round r, the S-box
+    input of round r is ``A[r] v + sum_{j<r} B[r][j] y_j + c_r`` and the state after them
+    ``F (v, y_0, ..., y_21)``. Returns the z-matrices of round r's input (on a ones row, v and
+    y_0..y_{r-1}; scaled by 2^-16 for the carry that follows) and of the state after the rounds plus
+    the next full round's constants (on the ones row, v and all y)."""
 
-    def round_map(col):  # M_I applied to the column with its word 0 replaced (by the S-box output)
-        return _mat_vec(mi, [0, *col[1:]])
+    def internal(col):  # M_I = 1 + diag(d): x_i <- d_i x_i + sum(x)
+        s = sum(col)
+        return [(d * v + s) % P for d, v in zip(_DIAG, col, strict=True)]
 
-    cols = [[int(i == k) for k in range(WIDTH)] for i in range(WIDTH)]  # the state's dependence on v, then y
-    first = [mi[k][0] for k in range(WIDTH)]  # M_I e_0: where y_r enters
+    def round_map(col):  # a round on the column, its word 0 replaced (by the S-box output)
+        return internal([0, *col[1:]])
+
+    # the state's dependence on v (through the external layer closing the first half), then on y
+    cols = [_external_int([int(i == k) for k in range(WIDTH)]) for i in range(WIDTH)]
+    first = internal([1] + [0] * (WIDTH - 1))  # M_I e_0: where y_r enters
     rounds = []
     for c in _INT_RC:
-        rounds.append(_z_matrix([[col[0] for col in cols]], [c]))
+        rounds.append(_z_matrix([[col[0] for col in cols]], [c]) / 65536)
         cols = [round_map(col) for col in cols] + [first]
     final = _z_matrix([[col[k] for col in cols] for k in range(WIDTH)], list(_EXT_RC[_HALF_F]))
     return rounds, final
 
 
-_RC = np.array(_c.EXTERNAL_ROUND_CONSTANTS, np.uint64)
-_RC_HALVES = np.stack([_RC & _M32, _RC >> _S32], axis=1)[..., None]  # (rounds, 2, 12, 1)
+_LOCAL = threading.local()
 
 
-def _partial(v):
-    """The 22 partial rounds on (12, N) words, then the round constants of the next full round.
+def _buffer(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+    """A scratch array of this thread, room for BLOCK columns, kept for later passes: the rounds
+    allocate no large arrays, so the memory they touch stays mapped and in cache."""
+    cache = _LOCAL.__dict__.setdefault("buffers", {})
+    size = math.prod(shape)
+    buf = cache.get(name)
+    if buf is None or buf.size < size:
+        buf = cache[name] = np.empty(max(size, math.prod(shape[:-1]) * BLOCK), dtype)
+        _LOCAL.__dict__.setdefault("plans", {}).clear()  # plans hold views of the buffers
+    return buf[:size].reshape(shape)
+
+
+def _products(w: np.ndarray, x: np.ndarray, out: np.ndarray) -> list[tuple]:
+    """The arguments of ``np.matmul`` computing ``out = w @ x`` in column pieces small enough for one
+    BLAS thread."""
+    m, k = w.shape
+    step = max(1, _BLAS_ONE_THREAD // (m * k))
+    return [(w, x[:, i : i + step], out[:, i : i + step]) for i in range(0, x.shape[-1], step)]
+
+
+class _Plan:
+    """Every array a permutation pass over N columns works on, as views of this thread's buffers,
+    made once for each N."""
+
+    def __init__(self, n: int) -> None:
+        u64, f64 = np.uint64, np.float64
+        pool = _buffer("pool", (8, WIDTH, n), u64)  # eight (12, N) arrays, shared by the S-box and M_E
+        self.mask = _buffer("mask", (WIDTH, n), bool)
+        self.state = _buffer("state", (WIDTH, n), u64)
+        # the S-box: the limbs of x, of the current power, the power, three more
+        self.x0, self.x1, self.a0, self.a1, self.p, self.ll, self.hl, self.tmp = pool
+        # the external layer: the halves of the words by chunk and position, the combinations, the sums
+        h4 = pool[0:2].reshape(2, 3, 4, n)
+        self.ea, self.eb, self.ec, self.ed = (h4[:, :, k] for k in range(4))
+        self.y = pool[2:4].reshape(2, 3, 4, n)
+        self.y0, self.y1, self.y2, self.y3 = (self.y[:, :, k] for k in range(4))
+        self.ylo, self.yhi = self.y.reshape(2, WIDTH, n)
+        self.ab, self.cd, self.b2cd, self.d2ab = pool[4:6].reshape(4, 2, 3, n)
+        self.col = pool[6].reshape(-1)[: 8 * n].reshape(2, 1, 4, n)
+        self.top = pool[6]
+        # the partial rounds: limbs of (1, v, y_0, ..., y_21), each round's input products and output
+        rounds, final = _partial_maps()
+        head = 1 + 4 * WIDTH
+        self.limbs = _buffer("limbs", (head + 4 * len(rounds), n), f64)
+        self.words16 = _buffer("words16", (WIDTH, 4, n), u64)
+        self.state_col = self.state[:, None, :]
+        self.words16_flat, self.limbs_v = self.words16.reshape(4 * WIDTH, n), self.limbs[1:head]
+        self.pair = _buffer("pair", (8, n), f64)
+        self.rounds = [
+            (_products(w, self.limbs[: head + 4 * r], self.pair[:4]), self.limbs[head + 4 * r : head + 4 * r + 4])
+            for r, w in enumerate(rounds)
+        ]
+        zf = _buffer("final", (4 * WIDTH, n), f64)
+        self.final = _products(final, self.limbs, zf)
+        self.zf = zf.reshape(WIDTH, 4, n)
+        # the S-box on limbs
+        xx = _buffer("lane_x", (2, 4, n), f64)
+        self.xx, (self.x, self.x2) = xx, xx
+        p1, p2, p3, p4 = _buffer("lane_pairs", (4, 2, 8, n), f64)
+        self.p1, self.p2, self.p3, self.p4 = p1, p2, p3, p4
+        prod = _buffer("lane_products", (2, 16, n), f64)
+        self.prod, self.prod0 = prod, prod[0]
+        self.prod_4x4, self.prod0_4x4 = prod.reshape(2, 4, 4, n), prod[0].reshape(4, 4, n)
+        self.x_col, self.x_row, self.x2_col, self.xx_row = self.x[:, None], self.x[None], self.x2[:, None], xx[:, None]
+        self.x3, self.x4 = p3[0, :4], p3[1, :4]
+        self.x4_col, self.x3_row = self.x4[:, None], self.x3[None]
+        # the limbs after the partial rounds to words
+        self.zi = _buffer("z_int", (WIDTH, 4, n), np.int64)
+        self.zi0, self.zi1, self.zi2, self.zi3 = (self.zi[:, t] for t in range(4))
+        self.t, self.u, self.w, self.g = _buffer("z_words", (4, WIDTH, n), np.int64)
+        self.t_u64, self.u_u64, self.g_u64 = self.t.view(u64), self.u.view(u64), self.g.view(u64)
+        self.out = _buffer("partial_out", (WIDTH, n), u64)
+
+
+def _plan(n: int) -> _Plan:
+    plans = _LOCAL.__dict__.setdefault("plans", {})
+    plan = plans.get(n)
+    if plan is None:
+        if len(plans) >= 64:
+            plans.clear()
+        plan = plans[n] = _Plan(n)
+    return plan
+
+
+def _fold(pl: _Plan, lo, hi, a, b) -> None:
+    """lo <- a word congruent to ``hi * 2^64 + lo`` (both any uint64), with scratch a, b:
+    2^64 = 2^32 - 1 and 2^96 = -1 (mod p)."""
+    mask = pl.mask
+    np.right_shift(hi, _S32, a)
+    np.less(lo, a, mask)
+    lo -= a
+    np.multiply(mask, _EPS, a)  # a borrow took 2^64 = eps (mod p) too many
+    lo -= a
+    np.bitwise_and(hi, _M32, b)
+    np.left_shift(b, _S32, a)
+    a -= b  # (hi & m) * (2^32 - 1)
+    lo += a
+    np.less(lo, a, mask)
+    np.multiply(mask, _EPS, a)  # a carry lost 2^64 = eps
+    lo += a
+
+
+def _mul(pl: _Plan, a0, a1, b0, b1, out) -> None:
+    """out <- a word congruent to ``a * b`` from the 32-bit limbs of a and b; a0 and a1 are overwritten."""
+    ll, hl, tmp = pl.ll, pl.hl, pl.tmp
+    np.multiply(a0, b0, ll)
+    np.multiply(a1, b0, hl)
+    lh = np.multiply(a0, b1, a0)
+    hh = np.multiply(a1, b1, a1)
+    np.right_shift(ll, _S32, out)  # the middle 32-bit column: below 3 * 2^32
+    np.bitwise_and(lh, _M32, tmp)
+    out += tmp
+    np.bitwise_and(hl, _M32, tmp)
+    out += tmp
+    lh >>= _S32
+    hh += lh
+    hl >>= _S32
+    hh += hl
+    np.right_shift(out, _S32, lh)
+    hh += lh  # the high word
+    ll &= _M32
+    out <<= _S32
+    out |= ll  # the low word
+    _fold(pl, out, hh, ll, hl)
+
+
+def _square(pl: _Plan, a0, a1, lh, hh, out) -> None:
+    """out <- a word congruent to ``a^2`` from the 32-bit limbs of a; the products a0 a1 and a1^2 go to
+    ``lh`` and ``hh`` (which may be a0 and a1)."""
+    ll, tmp = pl.ll, pl.tmp
+    np.multiply(a0, a0, ll)
+    np.multiply(a0, a1, lh)
+    np.multiply(a1, a1, hh)
+    np.right_shift(ll, _S32, out)
+    np.bitwise_and(lh, _M32, tmp)
+    tmp <<= _S1
+    out += tmp
+    lh >>= _S32
+    lh <<= _S1
+    hh += lh
+    np.right_shift(out, _S32, lh)
+    hh += lh
+    ll &= _M32
+    out <<= _S32
+    out |= ll
+    _fold(pl, out, hh, ll, tmp)
+
+
+def _sbox(pl: _Plan, x, out) -> None:
+    """out <- x^7 through x^2, x^3, x^6 (out may be x)."""
+    x0, x1, a0, a1, p = pl.x0, pl.x1, pl.a0, pl.a1, pl.p
+    np.bitwise_and(x, _M32, x0)
+    np.right_shift(x, _S32, x1)
+    _square(pl, x0, x1, pl.hl, a1, p)
+    np.bitwise_and(p, _M32, a0)
+    np.right_shift(p, _S32, a1)
+    _mul(pl, a0, a1, x0, x1, p)
+    np.bitwise_and(p, _M32, a0)
+    np.right_shift(p, _S32, a1)
+    _square(pl, a0, a1, a0, a1, p)
+    np.bitwise_and(p, _M32, a0)
+    np.right_shift(p, _S32, a1)
+    _mul(pl, a0, a1, x0, x1, out)
+
+
+def _external(pl: _Plan, x, out, rc_halves=None) -> None:
+    """out <- ``M_E x`` (plus round constants given as their 32-bit halves ``(2, 12, 1)``) on (12, N)
+    words (out may be x).
+
+    Each half of a word is below 2^32 and every output half a combination with coefficients
+    summing to at most 64 (plus a constant half), so below 2^39: no overflow before the fold."""
+    a, b, c, d, y = pl.ea, pl.eb, pl.ec, pl.ed, pl.y
+    ab, cd, b2cd, d2ab = pl.ab, pl.cd, pl.b2cd, pl.d2ab
+    np.bitwise_and(x, _M32, pl.x0)  # the halves, viewed by chunk and position as a, b, c, d
+    np.right_shift(x, _S32, pl.x1)
+    np.add(a, b, ab)
+    np.add(c, d, cd)
+    np.left_shift(b, _S1, b2cd)
+    b2cd += cd  # 2b + c + d
+    np.left_shift(d, _S1, d2ab)
+    d2ab += ab  # a + b + 2d
+    np.left_shift(cd, _S2, pl.y3)
+    pl.y3 += d2ab  # a + b + 4c + 6d
+    np.left_shift(ab, _S2, pl.y1)
+    pl.y1 += b2cd  # 4a + 6b + c + d
+    np.add(d2ab, pl.y1, pl.y0)  # 5a + 7b + c + 3d
+    np.add(b2cd, pl.y3, pl.y2)  # a + 3b + 5c + 7d
+    np.add.reduce(y, axis=1, keepdims=True, out=pl.col)
+    y += pl.col
+    lo, hi, top, tmp = pl.ylo, pl.yhi, pl.top, pl.tmp
+    if rc_halves is not None:
+        lo += rc_halves[0]
+        hi += rc_halves[1]
+    np.left_shift(hi, _S32, top)
+    np.right_shift(hi, _S32, out)
+    out *= _EPS  # (hi >> 32) 2^64 = (hi >> 32) eps
+    out += lo
+    out += top
+    np.less(out, top, pl.mask)
+    np.multiply(pl.mask, _EPS, tmp)
+    out += tmp
+
+
+def _limb_sbox(pl: _Plan, out) -> None:
+    """out <- x^7 of the value z in ``pl.pair = (z / 2^16, _)`` (8, N), |z| below 2^46, as limbs of
+    magnitude below 2^21.7.
+
+    A carry takes limbs below B to limbs below 2^16 + B / 2^15, and a product of limbs below A and B
+    has limbs below 6 A B. So: two carries take z below 2^17.01; x^2 is below 2^36.7 and one carry
+    takes it below 2^21.7; x^3 and x^4 are below 2^46 and two carries take them below 2^17.01; x^7 is
+    below 2^36.7 and one carry takes it below 2^21.7. Every limb and partial sum stays an integer
+    (or, scaled, an integer times 2^-16) below 2^53: exact."""
+    pair, p1, p2, p3, p4 = pl.pair, pl.p1, pl.p2, pl.p3, pl.p4
+    np.floor(pair[:4], pair[4:])
+    np.matmul(_CARRY_SCALED, pair, p1[0, :4])
+    np.floor(p1[0, :4], p1[0, 4:])
+    np.matmul(_CARRY, p1[0], pl.x)
+    np.multiply(pl.x_col, pl.x_row, pl.prod0_4x4)
+    np.matmul(_FOLD_SCALED, pl.prod0, p2[0, :4])
+    np.floor(p2[0, :4], p2[0, 4:])
+    np.matmul(_CARRY, p2[0], pl.x2)
+    np.multiply(pl.x2_col, pl.xx_row, pl.prod_4x4)  # x^3, x^4
+    np.matmul(_FOLD_SCALED, pl.prod, p3[:, :4])
+    np.floor(p3[:, :4], p3[:, 4:])
+    np.matmul(_CARRY_SCALED, p3, p4[:, :4])
+    np.floor(p4[:, :4], p4[:, 4:])
+    np.matmul(_CARRY, p4, p3[:, :4])
+    np.multiply(pl.x4_col, pl.x3_row, pl.prod0_4x4)  # x^7
+    np.matmul(_FOLD_SCALED, pl.prod0, p1[1, :4])
+    np.floor(p1[1, :4], p1[1, 4:])
+    np.matmul(_CARRY, p1[1], out)
+
+
+def _partial(pl: _Plan) -> np.ndarray:
+    """The external layer closing the first half, the 22 partial rounds and the round constants of
+    the next full round, from the S-box outputs in ``pl.state``; the words come out in ``pl.out``.
 
     The limbs of v are below 2^16, those of every S-box output below 2^21.7 and the z-matrix entries
     below 2^17; with at most 1 + 48 + 88 terms each, S-box inputs and the state after the rounds have
     limbs below 2^45.3."""
-    rounds, final = _partial_maps()
-    n = v.shape[-1]
-    head = 1 + 4 * WIDTH
-    limbs = np.empty((head + 4 * len(rounds), n))
-    limbs[0] = 1.0
-    limbs[1:head] = ((v[:, None, :] >> _SH16[:, None]) & _M16).reshape(4 * WIDTH, n)
-    for r, w in enumerate(rounds):
-        at = head + 4 * r
-        _limb_sbox(_dot(w, limbs[:at]), out=limbs[at : at + 4])
-    return _from_z(_dot(final, limbs).reshape(WIDTH, 4, n))
+    pl.limbs[0] = 1.0
+    np.right_shift(pl.state_col, _SH16, pl.words16)
+    pl.words16 &= _M16
+    pl.limbs_v[...] = pl.words16_flat
+    for products, y in pl.rounds:
+        for args in products:
+            np.matmul(*args)
+        _limb_sbox(pl, y)
+    for args in pl.final:
+        np.matmul(*args)
+    # the words of z0 + z1 2^16 + z2 2^32 + z3 2^48, |z| below 2^46.9 (every int64 below stays below 2^63)
+    t, u, w, g, r = pl.t, pl.u, pl.w, pl.g, pl.out
+    np.copyto(pl.zi, pl.zf, casting="unsafe")
+    np.multiply(pl.zi1, _I16, t)
+    t += pl.zi0
+    np.multiply(pl.zi3, _I16, u)
+    u += pl.zi2  # value = t + u 2^32
+    np.right_shift(t, _I32, w)
+    w += u  # value = (t & m) + w 2^32
+    np.right_shift(w, _I32, g)
+    g *= _IM32
+    t &= _IM32
+    g += t  # w 2^32 = (w >> 32) 2^64 + (w & m) 2^32 and 2^64 = eps: value = g + (w & m) 2^32
+    h = np.right_shift(g, _I32, u)
+    w &= _IM32
+    h += w  # value = (g & m) + h 2^32, h >> 32 in {-1, 0, 1}
+    np.left_shift(pl.u_u64, _S32, r)
+    g &= _IM32
+    r |= pl.g_u64
+    h >>= _I32
+    h *= _IM32
+    r += pl.u_u64  # that many 2^64 = eps
+    return r
 
 
 def _permute_cols(x: np.ndarray) -> np.ndarray:
     """The permutation of (12, N) words (any uint64, read mod p); canonical (12, N) out."""
-    w = _Scratch(x.shape[-1])
-    s = np.empty_like(x)
+    n = x.shape[-1]
+    if n > BLOCK:
+        pieces = -(-n // BLOCK)
+        step = -(-n // pieces)
+        return np.concatenate([_permute_block(x[:, i : i + step]) for i in range(0, n, step)], axis=1)
+    return _permute_block(x)
+
+
+def _permute_block(x: np.ndarray) -> np.ndarray:
+    pl = _plan(x.shape[-1])
+    s = pl.state
     with np.errstate(over="ignore"):
-        _external_into(x, w, s, _RC_HALVES[0])
-        for r in range(_HALF_F):
-            _sbox_into(s, w, s)
-            _external_into(s, w, s, _RC_HALVES[r + 1] if r + 1 < _HALF_F else None)
-        s = _partial(s)
+        _external(pl, x, s, _RC_HALVES[0])
+        for r in range(_HALF_F - 1):
+            _sbox(pl, s, s)
+            _external(pl, s, s, _RC_HALVES[r + 1])
+        _sbox(pl, s, s)
+        s = _partial(pl)  # from the external layer of the last round on
         for r in range(_HALF_F, _c.ROUNDS_F):
-            _sbox_into(s, w, s)
-            _external_into(s, w, s, _RC_HALVES[r + 1] if r + 1 < _c.ROUNDS_F else None)
+            _sbox(pl, s, s)
+            _external(pl, s, s, _RC_HALVES[r + 1] if r + 1 < _c.ROUNDS_F else None)
         return _canon(s)
 
 
@@ -696,8 +786,8 @@ class Poseidon2HostHash(HostHash):
     def _verify(self, trees):
         """All trees' openings together, one permutation call per step: tree t absorbs its rows'
         chunks and then climbs, ending at the last step. Deepest trees first (the climbing queries
-        are a prefix of the columns), each tree's queries in index order: neighbours that share a
-        parent have the same permutation input, computed once."""
+        are a prefix of the columns), each tree's queries in index order, so that neighbours under
+        one node have the same permutation input, computed once."""
         if not trees:
             return []
         chunks = [max(1, -(-t[3].shape[1] // RATE)) for t in trees]
