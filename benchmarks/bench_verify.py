@@ -57,8 +57,9 @@ def main(paths):
         rows.append((Path(path).name, child))
     print(f"{'proof':28} {'hash':10} {'bytes':>10} {'import':>8} {'first':>9} {'warm':>9} {'compiles':>8} {'CLI':>7}")
     for name, r in rows:
+        fail = "" if r["cli_rc"] == 0 else " FAIL"
         print(f"{name:28} {r['hash']:10} {r['bytes']:>10,} {r['import_s']:>7.2f}s {r['first_s'] * 1e3:>7.1f}ms "
-              f"{r['warm_s'] * 1e3:>7.1f}ms {r['compiles']:>8} {r['cli_s']:>6.2f}s{'' if r['cli_rc'] == 0 else ' FAIL'}")  # fmt: skip
+              f"{r['warm_s'] * 1e3:>7.1f}ms {r['compiles']:>8} {r['cli_s']:>6.2f}s{fail}")  # fmt: skip
     return rows
 
 
