@@ -39,6 +39,7 @@ from jaxtyping import Array, Bool, UInt8, UInt64
 
 from jaxstark.errors import ShapeError
 from jaxstark.field._check import field_array
+from jaxstark.hash.host import check_opening
 from jaxstark.hash.interface import DIGEST_BYTES, Hash, get_hash
 from jaxstark.kernels import interpret, switch
 from jaxstark.kernels import merkle as kernel_merkle
@@ -189,22 +190,7 @@ def verify_paths(
     tree with ``2^log_n`` leaves. Shape errors raise ``ShapeError``; wrong data gives False."""
     h = get_hash(hash)
     indices, rows, paths, root = (jnp.asarray(a) for a in (indices, rows, paths, root))
-    q = indices.shape[0] if indices.ndim == 1 else -1
-    if (
-        indices.ndim != 1
-        or rows.ndim != 2
-        or rows.shape[0] != q
-        or paths.shape != (q, log_n, DIGEST_BYTES)
-        or root.shape != (DIGEST_BYTES,)
-    ):
-        raise ShapeError(
-            f"verify_paths: inconsistent shapes indices {indices.shape}, rows {rows.shape}, paths {paths.shape}, "
-            f"root {root.shape} for a tree of 2^{log_n} leaves"
-        )
-    if rows.dtype != jnp.uint64 or paths.dtype != jnp.uint8 or root.dtype != jnp.uint8:
-        raise ShapeError(f"verify_paths: dtypes rows {rows.dtype}, paths {paths.dtype}, root {root.dtype}")
-    if not jnp.issubdtype(indices.dtype, jnp.integer):
-        raise ShapeError(f"verify_paths: indices must be integers, got {indices.dtype}")
+    check_opening(log_n, root, indices, rows, paths, "verify_paths: the opening")
     ok_idx = (indices >= 0) & (indices < (1 << log_n))
     safe = jnp.where(ok_idx, indices, 0)
     return _verify(h.name, log_n, root, safe, rows, paths) & ok_idx

@@ -165,7 +165,7 @@ def _checked_verify(air, proof, public_inputs, config, log_n, log, min_security_
     try:
         if isinstance(proof, (bytes, bytearray, memoryview)):
             proof = Proof.from_bytes(proof)
-        if not isinstance(proof, Proof):
+        if type(proof) is not Proof:  # a subclass could override what the checks read
             _reject("malformed", f"expected a Proof or its bytes, got {type(proof).__name__}")
         _verify(statement, proof, config, log)
     except JaxstarkError:
@@ -286,16 +286,16 @@ def _check_proof_object(proof: Proof) -> None:
     if not 1 <= len(proof.tables) <= MAX_TABLES or len(proof.chunks) > MAX_TABLES:
         _reject("malformed", f"the proof holds {len(proof.tables)} table proofs (1 ... {MAX_TABLES} allowed)")
     for k in proof.chunks:
-        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_CHUNKS_LOG2:
+        if type(k) is not int or not 0 <= k <= MAX_CHUNKS_LOG2:  # exactly int: no subclass with its own ==
             _reject("chunks", f"a table is split into 2^{k!r:.20} chunks (0 ... {MAX_CHUNKS_LOG2} allowed)")
 
 
 def _table_height(where: str, table: TableProof, config: StarkConfig) -> int:
     """A unit's claimed trace height, checked to be a height the config can prove."""
-    if not isinstance(table, TableProof):
+    if type(table) is not TableProof:
         _reject("malformed", f"{where}expected a TableProof, got {type(table).__name__}")
     log_n = table.log_n
-    if isinstance(log_n, bool) or not isinstance(log_n, int) or not 1 <= log_n <= 31 - config.log_blowup:
+    if type(log_n) is not int or not 1 <= log_n <= 31 - config.log_blowup:
         _reject("malformed", f"{where}trace height 2^{log_n} is out of range")
     return log_n
 
@@ -392,17 +392,24 @@ def _replay(air: AIR, config: StarkConfig, log_n: int, tr, a) -> dict:
     return fs.replay_table(tr, air, config, log_n, a)
 
 
-def _dot(values: np.ndarray, weights: list[HostVal]) -> HostVal:
-    """``sum_t values[..., t] * weights[t]`` for base ``values`` ``(..., k)`` or extension
-    ``(..., k, 3)`` (``object`` arrays), ``weights`` ``k`` extension scalars."""
-    w = np.array([g.c for g in weights], dtype=object).reshape(-1, 3)
-    if values.ndim and values.shape[-1] == 3 and values.ndim >= 2 and values.shape[-2] == len(weights):
-        r0, r1, r2 = values[..., 0], values[..., 1], values[..., 2]
-        w0, w1, w2 = w[:, 0], w[:, 1], w[:, 2]
-        return HostVal(
-            (r0 @ w0 + 2 * (r1 @ w2 + r2 @ w1), r0 @ w1 + r1 @ w0 + 2 * (r2 @ w2), r0 @ w2 + r1 @ w1 + r2 @ w0)
-        )
-    return HostVal(tuple(values @ w[:, k] for k in range(3)))
+def _weights(weights: list[HostVal]) -> np.ndarray:
+    return np.array([g.c for g in weights], dtype=object).reshape(-1, 3)
+
+
+def _dot_base(values: np.ndarray, weights: list[HostVal]) -> HostVal:
+    """``sum_t values[:, t] * weights[t]`` for base-field ``values`` ``(q, k)`` (an ``object``
+    array) and ``k`` extension scalars: one extension value per row."""
+    w = _weights(weights)
+    return HostVal(tuple(values @ w[:, i] for i in range(3)))
+
+
+def _dot_ext(values: np.ndarray, weights: list[HostVal]) -> HostVal:
+    """``sum_t values[..., t, :] * weights[t]`` for extension ``values`` ``(..., k, 3)`` (an
+    ``object`` array) and ``k`` extension scalars."""
+    w = _weights(weights)
+    r0, r1, r2 = values[..., 0], values[..., 1], values[..., 2]
+    w0, w1, w2 = w[:, 0], w[:, 1], w[:, 2]
+    return HostVal((r0 @ w0 + 2 * (r1 @ w2 + r2 @ w1), r0 @ w1 + r1 @ w0 + 2 * (r2 @ w2), r0 @ w2 + r1 @ w1 + r2 @ w0))
 
 
 def _openings(air: AIR, config: StarkConfig, log_n: int, a, ood, gamma, betas, idx) -> dict:
@@ -436,11 +443,12 @@ def _openings(air: AIR, config: StarkConfig, log_n: int, a, ood, gamma, betas, i
     parts_rows = batch(a["parts_rows"]).reshape(q, parts, 3)
     aux_rows = batch(a["aux_rows"]).reshape(q, aux_cols, 3)
     claims = {k: batch(getattr(ood, k)) for k in ("trace_z", "trace_zg", "parts_z", "aux_z", "aux_zg")}
-    num_z = _dot(rows, g1) + _dot(parts_rows, g3) - (_dot(claims["trace_z"], g1) + _dot(claims["parts_z"], g3))
-    num_zg = _dot(rows, g2) - _dot(claims["trace_zg"], g2)
+    num_z = _dot_base(rows, g1) + _dot_ext(parts_rows, g3)
+    num_z = num_z - (_dot_ext(claims["trace_z"], g1) + _dot_ext(claims["parts_z"], g3))
+    num_zg = _dot_base(rows, g2) - _dot_ext(claims["trace_zg"], g2)
     if aux_cols:
-        num_z = num_z + _dot(aux_rows, g4) - _dot(claims["aux_z"], g4)
-        num_zg = num_zg + _dot(aux_rows, g5) - _dot(claims["aux_zg"], g5)
+        num_z = num_z + _dot_ext(aux_rows, g4) - _dot_ext(claims["aux_z"], g4)
+        num_zg = num_zg + _dot_ext(aux_rows, g5) - _dot_ext(claims["aux_zg"], g5)
     z = HostVal(np.asarray(ood.z))
     zg = z * gl.root_of_unity(log_n)
     xs = lde_point(log_l, batch(idx))

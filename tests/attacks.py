@@ -459,6 +459,45 @@ def first_layer_off_the_deep_word():
     return verify_fib(dishonest("layer 0"))
 
 
+class Cube(js.AIR):
+    """Three columns, one constraint ``x^3 = 2``: no trace satisfies it (2 is not a cube mod p; it
+    is the cube of the extension's generator ``w``)."""
+
+    width: int = eqx.field(static=True, default=3)
+
+    @property
+    def row_local(self):
+        return True
+
+    def constraint_degrees(self):
+        return (3,)
+
+    def transition(self, cur, nxt, periodic, public):
+        return [cur[0] ** 3 - 2]
+
+
+class Vanishing(Cube):
+    """The same shape, its constraint identically zero."""
+
+    def transition(self, cur, nxt, periodic, public):
+        return [cur[0] ** 3 - cur[0] ** 3]
+
+
+@attack("deep", "does not match the DEEP composition")
+def no_witness_with_as_many_queries_as_columns():
+    """Every column claims ``w`` at ``z`` and ``z w`` (so ``x^3 = 2`` holds there), the committed
+    composition and the first FRI layer are zero. With 3 queries and 3 columns the opened rows form
+    a square matrix; a DEEP sum that mixed queries with columns would cancel the claims exactly."""
+    cfg = js.StarkConfig(blowup=8, num_queries=3, grinding_bits=0, fri_final_degree=4)
+    w = np.array([[0, 1, 0]] * 3, np.uint64)
+    trace = np.tile(w[:1], (32, 1))
+    proof = malicious.prove(
+        [(Cube(), trace, ())], cfg, composition_air=Vanishing(), ood=lambda v, ctx: dict(v, trace_z=w, trace_zg=w),
+        layer=lambda k, f: np.zeros_like(f) if k == 0 else f,
+    )  # fmt: skip
+    return js.verify(Cube(), proof, (), cfg)
+
+
 @attack("fri-fold", "does not match the fold of FRI layer 0")
 def wrong_fold_recommitted():
     return verify_fib(dishonest("layer 1"))

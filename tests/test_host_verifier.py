@@ -4,6 +4,7 @@ of a proof's bytes gets past it or crashes it."""
 
 import contextlib
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -157,3 +158,37 @@ def test_300_random_bit_flips_are_all_rejected():
             js.verify(air, bytes(flipped), public, attacks.CFG)
         codes[exc.value.code] = codes.get(exc.value.code, 0) + 1
     assert len(codes) >= 4, codes  # flips land in the header, the roots, the openings and the claims
+
+
+def test_the_prover_writes_the_layout_the_verifier_demands():
+    from jaxstark.protocol.layout import table_shapes
+
+    air, _, _ = attacks.fib()
+    cases = [(air, attacks.fib_proof().tables[0])]
+    cases += list(zip([t[0] for t in attacks.bus_tables()], attacks.bus_proof().tables, strict=True))
+    for a, table in cases:
+        for name, spec in table_shapes(a, attacks.CFG, table.log_n).items():
+            values = getattr(table, name)
+            if isinstance(spec, list):
+                assert [(v.shape, v.dtype) for v in values] == spec, name
+            else:
+                assert (np.asarray(values).shape, np.asarray(values).dtype) == spec, name
+
+
+class Still(js.AIR):
+    """Three constant columns."""
+
+    width: int = eqx.field(static=True, default=3)
+
+    def constraint_degrees(self):
+        return (1, 1, 1)
+
+    def transition(self, cur, nxt, periodic, public):
+        return [nxt[j] - cur[j] for j in range(3)]
+
+
+def test_an_honest_proof_with_as_many_queries_as_columns_verifies():
+    """The opened rows are a square (queries x columns) matrix: each query's DEEP value is its own."""
+    cfg = js.StarkConfig(blowup=2, num_queries=3, grinding_bits=0, fri_final_degree=4)
+    trace = np.tile(np.array([[5, 7, 9]], np.uint64), (16, 1))
+    assert js.verify(Still(), js.prove(Still(), trace, (), cfg).to_bytes(), (), cfg)

@@ -54,8 +54,10 @@ class HostVal:
     def __init__(self, c):
         if isinstance(c, (int, np.integer)):
             c = (int(c), 0, 0)
+        elif isinstance(c, np.ndarray) and c.dtype != object and c.ndim == 0:
+            c = (int(c), 0, 0)
         elif isinstance(c, np.ndarray) and c.dtype != object:
-            if c.ndim == 0 or c.shape[-1] != 3:
+            if c.shape[-1] != 3:
                 raise ValueError(f"HostVal of an array needs a trailing axis of 3 coordinates, got {c.shape}")
             c = tuple(c.tolist()) if c.ndim == 1 else tuple(c[..., k] for k in range(3))
         self.c = tuple(_reduce(x) for x in c)

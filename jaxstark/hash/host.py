@@ -896,29 +896,33 @@ def _opening(k: int, opening) -> tuple:
         raise ShapeError(f"verify_paths: opening {k} has log_n {log_n!r}")
     log_n = int(log_n)
     root, indices, rows, paths = (np.asarray(a) for a in (root, indices, rows, paths))
-    q = indices.shape[0] if indices.ndim == 1 else -1
-    if (
-        indices.ndim != 1
-        or rows.ndim != 2
-        or rows.shape[0] != q
-        or paths.shape != (q, log_n, DIGEST_BYTES)
-        or root.shape != (DIGEST_BYTES,)
-    ):
-        raise ShapeError(
-            f"verify_paths: opening {k} has inconsistent shapes indices {indices.shape}, rows {rows.shape}, "
-            f"paths {paths.shape}, root {root.shape} for a tree of 2^{log_n} leaves"
-        )
-    if rows.dtype != np.uint64 or paths.dtype != np.uint8 or root.dtype != np.uint8:
-        raise ShapeError(
-            f"verify_paths: opening {k} has dtypes rows {rows.dtype}, paths {paths.dtype}, root {root.dtype}"
-        )
-    if not np.issubdtype(indices.dtype, np.integer):
-        raise ShapeError(f"verify_paths: opening {k} has indices of dtype {indices.dtype}")
+    check_opening(log_n, root, indices, rows, paths, f"verify_paths: opening {k}")
     idx = indices.astype(np.int64) if indices.dtype != np.uint64 else indices
     in_range = (idx >= 0) & (idx < (1 << log_n)) if indices.dtype != np.uint64 else idx < np.uint64(1 << log_n)
     canonical = np.all(rows < _U(P), axis=1)
     safe = np.where(in_range, idx, 0).astype(np.int64)
     return log_n, root, safe, rows, paths, in_range & canonical
+
+
+def check_opening(log_n: int, root, indices, rows, paths, where: str) -> None:
+    """Raise ``ShapeError`` unless ``(root, indices, rows, paths)`` (numpy or JAX arrays) are the
+    shapes and dtypes of ``q`` openings of a tree of ``2^log_n`` leaves."""
+    q = indices.shape[0] if indices.ndim == 1 else -1
+    if (
+        indices.ndim != 1
+        or rows.ndim != 2
+        or rows.shape[0] != q
+        or tuple(paths.shape) != (q, log_n, DIGEST_BYTES)
+        or tuple(root.shape) != (DIGEST_BYTES,)
+    ):
+        raise ShapeError(
+            f"{where} has inconsistent shapes indices {indices.shape}, rows {rows.shape}, paths {paths.shape}, "
+            f"root {root.shape} for a tree of 2^{log_n} leaves"
+        )
+    if rows.dtype != np.uint64 or paths.dtype != np.uint8 or root.dtype != np.uint8:
+        raise ShapeError(f"{where} has dtypes rows {rows.dtype}, paths {paths.dtype}, root {root.dtype}")
+    if not np.issubdtype(indices.dtype, np.integer):
+        raise ShapeError(f"{where} has indices of dtype {indices.dtype}")
 
 
 def verify_paths(hash_name: str, openings: Sequence[Opening]) -> list[np.ndarray]:

@@ -11,6 +11,9 @@ would do. The steps, for the ``target`` table:
 
 * ``aux_trace``: build the LogUp aux columns (and the published bus contributions) from this trace
   instead of the committed one -- e.g. with a forged multiplicity column that makes a bus balance;
+* ``composition_air``: build the composition polynomial from this AIR's constraints instead of
+  the table's (the same width, constraint count and degrees) -- e.g. one whose constraints vanish
+  identically, so a trace that violates the real AIR commits a zero composition;
 * ``ood(values, context)``: replace the out-of-domain claims ``{"trace_z", "trace_zg", "parts_z",
   "aux_z", "aux_zg", "z"}`` (numpy arrays; ``z`` read-only) by the returned dict before they are
   absorbed; ``context`` holds what the verifier will use to check them (``air``, ``public``,
@@ -71,6 +74,7 @@ def prove(
     *,
     target: int = 0,
     aux_trace=None,
+    composition_air: AIR | None = None,
     ood: Callable[[dict, dict], dict] | None = None,
     z: Sequence[int] | None = None,
     layer: Callable[[int, np.ndarray], np.ndarray] | None = None,
@@ -79,10 +83,10 @@ def prove(
     """A proof of ``tables`` (``[(air, trace, public_inputs), ...]``) with the steps named by the
     keywords replaced for table ``target`` (see the module docstring)."""
     with jax.default_device(jax.local_devices(backend="cpu")[0]):
-        return _prove(tables, config, target, aux_trace, ood, z, layer, final)
+        return _prove(tables, config, target, aux_trace, composition_air, ood, z, layer, final)
 
 
-def _prove(tables, config, target, aux_trace, ood, z, layer, final) -> Proof:
+def _prove(tables, config, target, aux_trace, composition_air, ood, z, layer, final) -> Proof:
     airs = tuple(a for a, _, _ in tables)
     traces = [jnp.asarray(np.asarray(t, np.uint64)) for _, t, _ in tables]
     publics = tuple(jnp.asarray(public_array(a, p)) for a, _, p in tables)
@@ -108,18 +112,19 @@ def _prove(tables, config, target, aux_trace, ood, z, layer, final) -> Proof:
         mine = i == target
         fork = fork_table(tr, jnp.asarray(np.uint64(i)))
         proofs.append(
-            _table(air, publics[i], config, domains[i], mains[i], auxes[i], challenges, fork,
+            _table(air, (composition_air if mine and composition_air is not None else air), publics[i], config,
+                   domains[i], mains[i], auxes[i], challenges, fork,
                    ood if mine else None, z if mine else None, layer if mine else None, final if mine else None)
         )  # fmt: skip
     return Proof(config_id=config.fingerprint(), tables=tuple(proofs), chunks=())
 
 
-def _table(air, public, config, domain, r1, aux, challenges, tr, ood, z, layer, final):
+def _table(air, constraints_of, public, config, domain, r1, aux, challenges, tr, ood, z, layer, final):
     h, log_n = config.hash, domain.log_n
     aux_lde = None if aux is None else aux.lde
     logup = None if aux is None else (challenges, aux.sums)
     _, alphas = fs.composition_alphas(tr, air)  # what composition draws first
-    comp, tr = composition(domain, r1.lde, aux_lde, logup, public, tr, air=air, hash_name=h)
+    comp, tr = composition(domain, r1.lde, aux_lde, logup, public, tr, air=constraints_of, hash_name=h)
 
     # round 3, in the open
     tr, drawn = fs.ood_point(tr)
