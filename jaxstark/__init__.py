@@ -10,6 +10,10 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+from jaxstark import compile_cache  # noqa: E402
+
+compile_cache.configure()
+
 from jaxstark import errors, field, hash, lde, merkle, ntt, poly, transcript  # noqa: E402, A004
 from jaxstark.air import AIR, Val  # noqa: E402
 from jaxstark.config import StarkConfig  # noqa: E402

@@ -30,7 +30,8 @@ memory plan, the security level, the times and the proof's size (options: jaxsta
 EPILOG = f"""{EXIT_CODES}
 
 environment: JAXSTARK_VRAM_BUDGET_MB (the budget, MiB), JAXSTARK_MAX_CHUNK_ROWS_LOG2,
-JAXSTARK_CHUNK_GROUP, JAX_COMPILATION_CACHE_DIR (keep compiled rounds across runs);
+JAXSTARK_CHUNK_GROUP, JAXSTARK_CACHE_DIR (where compiled rounds are kept across runs, default
+~/.cache/jaxstark/xla; "off" to compile every run);
 see the README's "Environment knobs"."""
 
 

@@ -6,6 +6,7 @@ import dataclasses
 import sys
 
 import jaxstark as js
+from jaxstark import compile_cache
 from jaxstark.chunking import chunkable
 from jaxstark.cli.common import (
     OK,
@@ -126,6 +127,9 @@ def _compiled(args, config, shapes) -> int:
             print(f"  {name:52} {_size(b):>12}")
         print(f"  {'device set':52} {_size(r.total):>12}  of budget {_size(plan.budgets[r.device].bytes)}")
     print()
+    kept = compile_cache.cache_dir()
+    print(f"compiled rounds kept across runs in {kept} ({compile_cache.ENV}=off to stop)" if kept else
+          f"compiled rounds are not kept across runs ({compile_cache.ENV} names a directory to keep them)")  # fmt: skip
     if plan.fits:
         share = plan.peak / plan.budgets[plan.binding.device].bytes
         print(f"verdict: fits (peak {_size(plan.peak)}, {100 * share:.0f}% of the budget)")
