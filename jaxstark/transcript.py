@@ -115,6 +115,27 @@ def _check_label(label: Label) -> None:
         )
 
 
+def _checked_digests(d):
+    """``d`` (a JAX or numpy array) if it is ``uint8[..., 32]`` digests, else ValueError."""
+    if d.dtype != np.uint8 or d.ndim < 1 or d.shape[-1] != DIGEST_BYTES:
+        raise ValueError(f"absorb_digest: expected uint8[..., 32], got {d.dtype}{tuple(d.shape)}")
+    return d
+
+
+def _checked_elements(x, ext: bool):
+    """``x`` if it holds ``uint64`` base elements (extension: a trailing axis of 3), else ValueError."""
+    if ext and (x.dtype != np.uint64 or x.ndim < 1 or x.shape[-1] != 3):
+        raise ValueError(f"absorb_ext: expected uint64[..., 3], got {x.dtype}{tuple(x.shape)}")
+    if not ext and x.dtype != np.uint64:
+        raise ValueError(f"absorb_base: expected uint64 field elements, got {x.dtype}")
+    return x
+
+
+def _check_domain(size: int) -> None:
+    if size < 1 or size & (size - 1) or size > 1 << 32:
+        raise ValueError(f"query_indices: domain size must be a power of two <= 2^32, got {size}")
+
+
 def _elements_to_blocks(x: Array) -> Array:
     flat = x.reshape(-1)
     if flat.shape[0] == 0:
@@ -187,24 +208,18 @@ class Transcript(eqx.Module):
 
     def absorb_digest(self, label: Label, digest: UInt8[Array, " *k 32"]) -> Transcript:
         """Absorb one or more 32-byte digests (e.g. Merkle roots)."""
-        d = jnp.asarray(digest)
-        if d.dtype != jnp.uint8 or d.ndim < 1 or d.shape[-1] != DIGEST_BYTES:
-            raise ValueError(f"absorb_digest: expected uint8[..., 32], got {d.dtype}{tuple(d.shape)}")
+        d = _checked_digests(jnp.asarray(digest))
         blocks = d.reshape(-1, DIGEST_BYTES)
         return self._absorb_blocks("digest", label, blocks.shape[0], blocks, d)
 
     def absorb_base(self, label: Label, x: UInt64[Array, " *k"]) -> Transcript:
         """Absorb base-field elements (any shape, flattened in row-major order)."""
-        x = jnp.asarray(x)
-        if x.dtype != jnp.uint64:
-            raise ValueError(f"absorb_base: expected uint64 field elements, got {x.dtype}")
+        x = _checked_elements(jnp.asarray(x), ext=False)
         return self._absorb_blocks("base", label, x.size, _elements_to_blocks(x), x)
 
     def absorb_ext(self, label: Label, x: UInt64[Array, " *k 3"]) -> Transcript:
         """Absorb extension elements (trailing axis 3)."""
-        x = jnp.asarray(x)
-        if x.dtype != jnp.uint64 or x.ndim < 1 or x.shape[-1] != 3:
-            raise ValueError(f"absorb_ext: expected uint64[..., 3], got {x.dtype}{tuple(x.shape)}")
+        x = _checked_elements(jnp.asarray(x), ext=True)
         return self._absorb_blocks("ext", label, x.size // 3, _elements_to_blocks(x), x)
 
     # -- squeezing ------------------------------------------------------------------------------
@@ -229,8 +244,7 @@ class Transcript(eqx.Module):
 
     def query_indices(self, label: str, count: int, domain_size: int) -> tuple[Transcript, UInt32[Array, " count"]]:
         """``count`` uniformly random indices in ``[0, domain_size)``, a power of two <= 2^32."""
-        if domain_size < 1 or domain_size & (domain_size - 1) or domain_size > 1 << 32:
-            raise ValueError(f"query_indices: domain size must be a power of two <= 2^32, got {domain_size}")
+        _check_domain(domain_size)
         t, out = self._squeeze("queries", label, count, max(1, -(-count // 4)))
         words = bytes_to_words(out, jnp.uint64).reshape(-1)[:count]
         idx = (words & np.uint64(domain_size - 1)).astype(jnp.uint32)
@@ -363,23 +377,17 @@ class HostTranscript:
         return np.frombuffer(get_host_hash(self.hash_name).digest_bytes(text.encode("utf-8")), np.uint8)
 
     def absorb_digest(self, label: str, digest) -> HostTranscript:
-        d = np.asarray(digest)
-        if d.dtype != np.uint8 or d.ndim < 1 or d.shape[-1] != DIGEST_BYTES:
-            raise ValueError(f"absorb_digest: expected uint8[..., 32], got {d.dtype}{tuple(d.shape)}")
+        d = _checked_digests(np.asarray(digest))
         raw = np.ascontiguousarray(d).tobytes()
         blocks = [raw[i : i + DIGEST_BYTES] for i in range(0, len(raw), DIGEST_BYTES)]
         return self._absorb("digest", label, len(blocks), blocks, d)
 
     def absorb_base(self, label: str, x) -> HostTranscript:
-        x = np.asarray(x)
-        if x.dtype != np.uint64:
-            raise ValueError(f"absorb_base: expected uint64 field elements, got {x.dtype}")
+        x = _checked_elements(np.asarray(x), ext=False)
         return self._absorb("base", label, x.size, _host_blocks(x), x)
 
     def absorb_ext(self, label: str, x) -> HostTranscript:
-        x = np.asarray(x)
-        if x.dtype != np.uint64 or x.ndim < 1 or x.shape[-1] != 3:
-            raise ValueError(f"absorb_ext: expected uint64[..., 3], got {x.dtype}{tuple(x.shape)}")
+        x = _checked_elements(np.asarray(x), ext=True)
         return self._absorb("ext", label, x.size // 3, _host_blocks(x), x)
 
     def _challenge(self, kind: str, label: str, n: int | None, coords: int) -> tuple[HostTranscript, np.ndarray]:
@@ -398,8 +406,7 @@ class HostTranscript:
         return self._challenge("challenge_ext", label, n, 3)
 
     def query_indices(self, label: str, count: int, domain_size: int) -> tuple[HostTranscript, np.ndarray]:
-        if domain_size < 1 or domain_size & (domain_size - 1) or domain_size > 1 << 32:
-            raise ValueError(f"query_indices: domain size must be a power of two <= 2^32, got {domain_size}")
+        _check_domain(domain_size)
         t, out = self._squeeze("queries", label, count, max(1, -(-count // 4)))
         words = np.frombuffer(out, "<u8")[:count]
         idx = (words & np.uint64(domain_size - 1)).astype(np.uint32)

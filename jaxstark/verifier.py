@@ -43,8 +43,8 @@ from jaxstark.proof import MAX_CHUNKS_LOG2, MAX_TABLES, Proof, TableProof
 from jaxstark.protocol import fiat_shamir as fs
 from jaxstark.protocol.algebra import (
     constraints_at,
+    deep_numerators,
     deep_value,
-    deep_weights,
     fold_pair,
     layer_x_inv,
     lde_point,
@@ -438,17 +438,11 @@ def _openings(air: AIR, config: StarkConfig, log_n: int, a, ood, gamma, betas, i
     for _ in range(num_deep_terms(c, parts, aux_cols)):
         g_pows.append(p)
         p = p * g
-    g1, g2, g3, g4, g5 = deep_weights(g_pows, c, parts, aux_cols)
     rows = batch(a["trace_rows"])
     parts_rows = batch(a["parts_rows"]).reshape(q, parts, 3)
     aux_rows = batch(a["aux_rows"]).reshape(q, aux_cols, 3)
-    claims = {k: batch(getattr(ood, k)) for k in ("trace_z", "trace_zg", "parts_z", "aux_z", "aux_zg")}
-    num_z = _dot_base(rows, g1) + _dot_ext(parts_rows, g3)
-    num_z = num_z - (_dot_ext(claims["trace_z"], g1) + _dot_ext(claims["parts_z"], g3))
-    num_zg = _dot_base(rows, g2) - _dot_ext(claims["trace_zg"], g2)
-    if aux_cols:
-        num_z = num_z + _dot_ext(aux_rows, g4) - _dot_ext(claims["aux_z"], g4)
-        num_zg = num_zg + _dot_ext(aux_rows, g5) - _dot_ext(claims["aux_zg"], g5)
+    claims = ood._replace(**{k: batch(v) for k, v in ood._asdict().items() if k != "z"})
+    num_z, num_zg = deep_numerators(_dot_base, _dot_ext, rows, parts_rows, aux_rows, claims, g_pows)
     z = HostVal(np.asarray(ood.z))
     zg = z * gl.root_of_unity(log_n)
     xs = lde_point(log_l, batch(idx))

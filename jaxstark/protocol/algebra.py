@@ -3,7 +3,7 @@
 verifier's :class:`~jaxstark.field.host.HostVal` values (at ``z`` and at the queried points).
 
 * :func:`combine_constraints` -- ``sum_i alpha_i Q_i(x)`` over every constraint quotient;
-* :func:`deep_weights`, :func:`deep_value` -- the DEEP composition
+* :func:`deep_weights`, :func:`deep_numerators`, :func:`deep_value` -- the DEEP composition
   ``D(x) = N_z(x) / (x - z) + N_zw(x) / (x - z w)``;
 * :func:`fold_pair` -- one binary FRI fold;
 * :func:`layer_x_inv`, :func:`lde_point` -- the points those run at;
@@ -26,6 +26,7 @@ __all__ = [
     "INV2",
     "combine_constraints",
     "deep_weights",
+    "deep_numerators",
     "deep_value",
     "fold_pair",
     "layer_x_inv",
@@ -92,6 +93,23 @@ def deep_weights(g_pows, c: int, parts: int, aux: int) -> tuple:
     ``z``, aux at ``z``, aux at ``z w`` (``num_deep_terms`` of them in all)."""
     at = np.cumsum([0, c, c, parts, aux, aux])
     return tuple(g_pows[at[i] : at[i + 1]] for i in range(5))
+
+
+def deep_numerators(dot_base: Callable, dot_ext: Callable, rows, parts_rows, aux_rows, ood, g_pows) -> tuple:
+    """``(N_z, N_zw)`` at the points whose opened values are ``rows`` (main, base ``(..., c)``),
+    ``parts_rows`` and ``aux_rows`` (extension ``(..., P, 3)``, ``(..., a, 3)``), from the claims
+    ``ood`` (``trace_z``, ``trace_zg``, ``parts_z``, ``aux_z``, ``aux_zg``: extension ``(k, 3)``):
+    ``N_z = sum_t g_t (f_t(x) - f_t(z))`` over the main, part and aux terms, ``N_zw`` over the main
+    and aux terms at ``z w``. ``dot_base(values, weights)`` and ``dot_ext(values, weights)`` are the
+    weighted sums over the last column axis, for the caller's representation."""
+    c, parts, a = len(ood.trace_z), len(ood.parts_z), len(ood.aux_z)
+    g1, g2, g3, g4, g5 = deep_weights(g_pows, c, parts, a)
+    num_z = dot_base(rows, g1) + dot_ext(parts_rows, g3) - (dot_ext(ood.trace_z, g1) + dot_ext(ood.parts_z, g3))
+    num_zg = dot_base(rows, g2) - dot_ext(ood.trace_zg, g2)
+    if a:
+        num_z = num_z + dot_ext(aux_rows, g4) - dot_ext(ood.aux_z, g4)
+        num_zg = num_zg + dot_ext(aux_rows, g5) - dot_ext(ood.aux_zg, g5)
+    return num_z, num_zg
 
 
 def deep_value(x, z, zg, num_z, num_zg, inverse: Callable):

@@ -57,7 +57,7 @@ from jaxstark.merkle import _build
 from jaxstark.ntt import _make_tables
 from jaxstark.poly import sum_column_blocks
 from jaxstark.protocol import fiat_shamir as fs
-from jaxstark.protocol.algebra import deep_value, deep_weights, fold_pair
+from jaxstark.protocol.algebra import deep_numerators, deep_value, fold_pair
 from jaxstark.protocol.layout import fri_num_layers, num_deep_terms
 from jaxstark.rounds.domain import Domain
 from jaxstark.rounds.r3_ood import OutOfDomain
@@ -95,18 +95,14 @@ def _dot_ext_ext(h: Array, g: Array) -> Array:
 
 def deep_combine(xs, trace_rows, aux_rows, parts_rows, ood: OutOfDomain, g_pows, zg):
     """D at points ``xs`` (base, (q,)) from trace rows (q, c), aux rows (q, a, 3) and part rows
-    (q, P, 3) (:func:`~jaxstark.protocol.algebra.deep_value`), over the whole LDE."""
-    c, parts, a = trace_rows.shape[-1], parts_rows.shape[-2], aux_rows.shape[-2]
-    g1, g2, g3, g4, g5 = deep_weights(g_pows, c, parts, a)
-    const_z = fext._add(_dot_ext_ext(ood.trace_z, g1), _dot_ext_ext(ood.parts_z, g3))
-    const_zg = _dot_ext_ext(ood.trace_zg, g2)
-    num_z = fext._sub(fext._add(_dot_base_ext(trace_rows, g1), _dot_ext_ext(parts_rows, g3)), const_z)
-    num_zg = fext._sub(_dot_base_ext(trace_rows, g2), const_zg)
-    if a:
-        num_z = fext._add(num_z, fext._sub(_dot_ext_ext(aux_rows, g4), _dot_ext_ext(ood.aux_z, g4)))
-        num_zg = fext._add(num_zg, fext._sub(_dot_ext_ext(aux_rows, g5), _dot_ext_ext(ood.aux_zg, g5)))
+    (q, P, 3) (:func:`~jaxstark.protocol.algebra.deep_numerators`, :func:`~jaxstark.protocol.algebra.deep_value`),
+    over the whole LDE."""
+    num_z, num_zg = deep_numerators(
+        lambda t, g: Val(_dot_base_ext(t, g), True), lambda h, g: Val(_dot_ext_ext(h, g), True),
+        trace_rows, parts_rows, aux_rows, ood, g_pows,
+    )  # fmt: skip
     inverse = lambda d: Val(fext._batch_inv(d.v), True)  # noqa: E731
-    return deep_value(Val(xs), Val(ood.z, True), Val(zg, True), Val(num_z, True), Val(num_zg, True), inverse).v
+    return deep_value(Val(xs), Val(ood.z, True), Val(zg, True), num_z, num_zg, inverse).v
 
 
 def _fold(a: Array, b: Array, x_inv: Array, beta: Array) -> Array:
