@@ -1,52 +1,141 @@
-"""Compile time of each round, from one ``jaxstark.plan`` of an example (fresh process).
+"""Compile time, per program and from a cold start.
 
-python benchmarks/bench_compile.py --example alu --log-rows 12 --blowup 2
-python benchmarks/bench_compile.py --fri-final-degree 4 --fri-scan-below 0   # every FRI layer unrolled
+Per program: one ``jaxstark.plan`` of an example in this process, each round's program traced,
+lowered and compiled (``jaxstark.memory.executor.compile_log``); with ``--cache`` empty (the
+default: a fresh directory) the compile column is XLA's own time, with a filled one it is the
+time to load the program from the persistent cache.
+
+Cold start (``--cold-start``): the whole ``jaxstark prove`` process of the same example, run
+twice in fresh processes against one new, empty cache directory -- the first run compiles
+everything, the second loads it. Both wall times are printed.
+
+``--threads N`` re-compiles the planned programs (cache off) on N threads at once and prints the
+wall time against the sum: what compiling a plan's programs concurrently would give.
+
+python benchmarks/bench_compile.py --example fibonacci --log-rows 10 --blowup 4     # the quick start's shape
+python benchmarks/bench_compile.py --example alu --log-rows 22 --blowup 2 --device gpu --cold-start
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
+import tempfile
 import time
 
-import jaxstark as js
-from jaxstark.examples import EXAMPLES
-from jaxstark.rounds import r4_deep_fri
+
+def _args(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--example", default="alu")
+    ap.add_argument("--log-rows", type=int, default=12)
+    ap.add_argument("--blowup", type=int, default=2)
+    ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--grinding", type=int, default=16)
+    ap.add_argument("--hash", default="blake3")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
+    ap.add_argument("--cache", help="persistent cache directory (default: a fresh, empty one; 'off')")
+    ap.add_argument("--cold-start", action="store_true", help="also time whole `jaxstark prove` processes")
+    ap.add_argument("--threads", type=int, default=0, help="also re-compile the programs on this many threads")
+    ap.add_argument(
+        "--fri-scan-below", type=int, help="FRI layers of at most this many evaluations share one scan step"
+    )
+    ap.add_argument("--prove", type=int, default=0, metavar="N", help="then prove N times (run time of the programs)")
+    return ap.parse_args(argv)
+
+
+def _prove_cmd(args, cache: str) -> tuple[list[str], dict]:
+    cmd = [sys.executable, "-m", "jaxstark", "prove", "--example", args.example, "--log-rows", str(args.log_rows),
+           "--blowup", str(args.blowup), "--queries", str(args.queries), "--grinding", str(args.grinding),
+           "--hash", args.hash, "--device", args.device]  # fmt: skip
+    return cmd, {**os.environ, "JAXSTARK_CACHE_DIR": cache}
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--example", choices=sorted(EXAMPLES), default="alu")
-    ap.add_argument("--log-rows", type=int, default=12)
-    ap.add_argument("--blowup", type=int, default=2)
-    ap.add_argument("--fri-final-degree", type=int, default=64, help="fewer FRI layers as it grows")
-    ap.add_argument("--hash", default="blake3")
-    ap.add_argument(
-        "--fri-scan-below",
-        type=int,
-        default=None,
-        help="FRI layers of at most this many evaluations share one scanned step (0: every layer unrolled)",
-    )
-    args = ap.parse_args(argv)
+    args = _args(argv)
+    cache = args.cache or tempfile.mkdtemp(prefix="jaxstark-bench-xla-")
+    os.environ["JAXSTARK_CACHE_DIR"] = cache  # read when jaxstark is imported
+    import jax
+
+    import jaxstark as js
+    from jaxstark.examples import example_shapes
+    from jaxstark.memory import executor
+    from jaxstark.rounds import r4_deep_fri
+
     if args.fri_scan_below is not None:
         r4_deep_fri.SCAN_LAYERS_BELOW = args.fri_scan_below
-    seconds: dict[str, float] = {}
 
-    def compiled(event):  # the planner reports every round it compiles (jaxstark.progress, phase "plan")
-        seconds[event.round] = seconds.get(event.round, 0.0) + event.seconds
+    device = jax.devices(args.device)[0]
+    tables = example_shapes(args.example, args.log_rows)  # the plan needs only the heights
+    config = js.StarkConfig(blowup=args.blowup, num_queries=args.queries, grinding_bits=args.grinding, hash=args.hash)
+    lowered: list = []
+    if args.threads:  # keep each program's lowering for the concurrent re-compile
+        real = executor._compiled
 
-    air, trace, _ = EXAMPLES[args.example](args.log_rows)
-    config = js.StarkConfig(
-        blowup=args.blowup, num_queries=40, grinding_bits=16, fri_final_degree=args.fri_final_degree, hash=args.hash
-    )
-    t = time.perf_counter()
-    js.plan(air, trace, config, progress=compiled)
-    total = time.perf_counter() - t
-    shape = f"{args.example} 2^{args.log_rows} b{args.blowup} f{args.fri_final_degree} {args.hash}"
-    print(f"{shape} fri-scan-below {r4_deep_fri.SCAN_LAYERS_BELOW}: plan {total:.1f} s")
-    for name, secs in sorted(seconds.items(), key=lambda kv: -kv[1]):
-        print(f"  {name:22} {secs:6.1f} s")
+        def keep(fn, static, args_, shardings, name=None):
+            lowered.append((name, fn, static, jax.tree.map(executor._sds, args_, shardings)))
+            return real(fn, static, args_, shardings, name)
+
+        executor._compiled = keep
+    start = time.perf_counter()
+    js.plan(tables, config=config, device=device)
+    planned = time.perf_counter() - start
+    log = executor.compile_log()
+    shape = f"{args.example} 2^{args.log_rows} b{args.blowup} {args.hash} on {device.platform}"
+    print(f"{shape}, FRI layers <= {r4_deep_fri.SCAN_LAYERS_BELOW} scanned: plan {planned:.2f} s, {len(log)} programs, "
+          f"cache {cache}")  # fmt: skip
+    print(f"  {'program':22} {'trace':>7} {'lower':>7} {'compile':>8} {'total':>7}")
+    for r in log:
+        print(f"  {r.name:22} {r.trace:7.2f} {r.lower:7.2f} {r.compile:8.2f} {r.total:7.2f}")
+    t, lo, c = (sum(getattr(r, k) for r in log) for k in ("trace", "lower", "compile"))
+    print(f"  {'sum':22} {t:7.2f} {lo:7.2f} {c:8.2f} {t + lo + c:7.2f}")
+
+    if args.prove:
+        import numpy as np
+
+        from jaxstark.examples import example_tables
+
+        real = example_tables(args.example, args.log_rows)
+        real_tables = [(air, jax.device_put(trace, device), pub) for air, trace, pub in real]
+        times = []
+        for _ in range(args.prove):
+            t0 = time.perf_counter()
+            js.prove(real_tables, config=config, device=device)
+            times.append(time.perf_counter() - t0)
+        print(f"  prove (device trace): first {times[0] * 1e3:.1f} ms, median of the rest "
+              f"{np.median(times[1:] or times) * 1e3:.1f} ms")  # fmt: skip
+
+    if args.threads:
+        from concurrent.futures import ThreadPoolExecutor
+
+        jax.config.update("jax_enable_compilation_cache", False)
+        jax.clear_caches()  # JAX's in-memory executable cache too
+        lowered = [(name, fn.lower(*abstract, **static)) for name, fn, static, abstract in lowered]
+
+        def one(item):
+            t0 = time.perf_counter()
+            item[1].compile()
+            return item[0], time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(args.threads) as pool:
+            done = list(pool.map(one, lowered))
+        wall = time.perf_counter() - t0
+        print(f"  re-compiled on {args.threads} threads: wall {wall:.2f} s; each: "
+              + ", ".join(f"{n} {s:.1f}" for n, s in done))  # fmt: skip
+
+    if args.cold_start:
+        fresh = tempfile.mkdtemp(prefix="jaxstark-cold-xla-")
+        for label in ("cold (empty cache)", "second process"):
+            cmd, env = _prove_cmd(args, fresh)
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+            if proc.returncode != 0:
+                print(proc.stdout[-2000:], proc.stderr[-4000:], file=sys.stderr)
+                return 1
+            print(f"  jaxstark prove, {label}: {wall:.1f} s")
     return 0
 
 

@@ -46,6 +46,7 @@ from jaxstark.ntt import (
     _make_tables,
     _target_device,
     check_rows,
+    concrete,
     dif_bitrev,
     dit_natural,
     resolve_tables,
@@ -90,8 +91,7 @@ _make_lde_tables_jit = jax.jit(_make_lde_tables, static_argnums=(0, 1, 2))
 
 @functools.lru_cache(maxsize=32)
 def _cached(log_n: int, log_blowup: int, offset: int, device) -> LDETables:
-    with jax.default_device(device), jax.ensure_compile_time_eval():  # never cache a tracer
-        return _make_lde_tables_jit(log_n, log_blowup, offset)
+    return concrete(_make_lde_tables_jit, log_n, log_blowup, offset, device=device)
 
 
 def _check_params(log_n: int, blowup: int, offset: int) -> int:

@@ -98,12 +98,20 @@ def _make_tables(log_n: int) -> NTTTables:
 _make_tables_jit = jax.jit(_make_tables, static_argnums=0)
 
 
+def concrete(jitted, *static, device: jax.Device):
+    """``jitted(*static)`` -- a jitted table builder whose arguments are all static -- computed
+    on ``device`` as concrete arrays, even when first asked for inside a trace (a cached tracer
+    would leak into every later caller): the builder is compiled and its executable called,
+    which no trace stages out. One program per shape, kept by the persistent compilation cache
+    (evaluating the builder op by op, as ``jax.ensure_compile_time_eval`` does, compiles every
+    primitive separately)."""
+    with jax.default_device(device):
+        return jitted.lower(*static).compile()()
+
+
 @functools.lru_cache(maxsize=64)
 def _cached_tables(log_n: int, device) -> NTTTables:
-    # concrete even when first asked for inside a trace: a cached tracer would leak into
-    # every later caller
-    with jax.default_device(device), jax.ensure_compile_time_eval():
-        return _make_tables_jit(log_n)
+    return concrete(_make_tables_jit, log_n, device=device)
 
 
 def ntt_tables(log_n: int) -> NTTTables:

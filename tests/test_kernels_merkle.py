@@ -25,6 +25,18 @@ from jaxstark.kernels import merkle as km
 from jaxstark.kernels.blake3 import BLAKE3, Blake3KernelHash
 from tests.reference import REFERENCE_HASHES, merkle_root
 
+
+@pytest.fixture(autouse=True)
+def _lowering_for_cuda_without_a_gpu(monkeypatch):
+    """These tests lower for CUDA on any machine (``lowering_platforms=("cuda",)``). The default
+    posture traces the kernels only in a process with a CUDA backend; here they are traced as
+    if it had one."""
+    monkeypatch.setattr(kernels, "_has_cuda", lambda: True)
+    jax.clear_caches()  # no trace made under the other answer is reused
+    yield
+    jax.clear_caches()
+
+
 P = 2**64 - 2**32 + 1
 RNG = np.random.default_rng(20261201)
 SMALL = km.Tiling(leaf_block=8, tree_block=4, max_levels=2)  # several programs, masked upper passes

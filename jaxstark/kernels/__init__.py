@@ -22,6 +22,7 @@ fused tree levels, generic over an element-wise hash), :mod:`.blake3`, :mod:`.ke
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 
@@ -59,8 +60,21 @@ def launch(interpret: bool, warps: int = 4, stages: int = 1) -> dict:
 
 
 def kernel_platforms() -> tuple[str, ...]:
-    """Platforms whose lowering uses the kernels under the current posture."""
-    return {"auto": ("cuda",), "jnp": (), "interpret": ("cpu", "cuda")}[MODE]
+    """Platforms whose lowering uses the kernels under the current posture: under ``auto``,
+    CUDA -- when this process has a CUDA backend at all. Without one no program of this process
+    can be lowered for CUDA, so the kernels are not even traced (tracing them is most of the
+    tracing time of a round on a CPU-only machine)."""
+    if MODE == "auto":
+        return ("cuda",) if _has_cuda() else ()
+    return {"jnp": (), "interpret": ("cpu", "cuda")}[MODE]
+
+
+@functools.cache
+def _has_cuda() -> bool:
+    try:
+        return bool(jax.devices("cuda"))
+    except RuntimeError:  # no CUDA backend in this process
+        return False
 
 
 def switch(reference: Callable, kernel: Callable, *args):

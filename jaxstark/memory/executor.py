@@ -35,8 +35,8 @@ from jaxstark.rounds import ROUNDS, STATEMENT, TRACE_COMMIT
 from jaxstark.rounds.domain import make_domain
 
 __all__ = [
-    "Planner", "Runner", "RoundMemory", "dispatch_count", "compiled_for", "placements", "clear_caches", "FALLBACK_ENV",
-    "CHUNK_AXIS",
+    "Planner", "Runner", "RoundMemory", "CompileRecord", "compile_log", "dispatch_count", "compiled_for", "placements",
+    "clear_caches", "FALLBACK_ENV", "CHUNK_AXIS",
 ]  # fmt: skip
 
 FALLBACK_ENV = "JAXSTARK_TEST_ONLY_HOST_FALLBACK"
@@ -44,6 +44,7 @@ CHUNK_AXIS = "chunks"  # the mesh axis a group of row chunks is split along
 _COMPILED: dict = {}  # signature -> compiled executable (shared by every plan and proof)
 _GROUPED: dict = {}  # (round, statics, vmap axes) -> jitted vmapped round
 _DISPATCHES: dict[str, int] = {}  # round name -> executables dispatched
+_COMPILE_LOG: list = []  # CompileRecord per program compiled
 _BANNER_SHOWN = [False]
 # the callback that hears of every round the planner compiles (jaxstark.progress; set by plan_checked)
 PLANNING: contextvars.ContextVar = contextvars.ContextVar("jaxstark_planning_progress", default=None)
@@ -62,6 +63,7 @@ def clear_caches() -> int:
     from JAX's persistent compilation cache where one is configured."""
     dropped = len(_COMPILED)
     _COMPILED.clear()
+    _COMPILE_LOG.clear()
     _GROUPED.clear()
     ntt._cached_tables.cache_clear()
     lde._cached.cache_clear()
@@ -138,15 +140,50 @@ def compiled_for(fn, static: dict, args: tuple, shardings):
     return _compiled(fn, static, args, shardings)[0]
 
 
-def _compiled(fn, static: dict, args: tuple, shardings):
-    """(the executable, whether this call compiled it)."""
+@dataclasses.dataclass(frozen=True)
+class CompileRecord:
+    """How long one program took to become an executable (seconds): tracing to a jaxpr,
+    lowering to StableHLO, and XLA's compilation (or loading it from the persistent cache)."""
+
+    name: str
+    device: str
+    trace: float
+    lower: float
+    compile: float
+
+    @property
+    def total(self) -> float:
+        return self.trace + self.lower + self.compile
+
+
+def compile_log() -> list[CompileRecord]:
+    """Every program this process compiled for a round, in order (cleared by :func:`clear_caches`)."""
+    return list(_COMPILE_LOG)
+
+
+def _compiled(fn, static: dict, args: tuple, shardings, name: str | None = None):
+    """(the executable, whether this call compiled it); ``name``: the round's, for the log."""
     key = _signature(fn, static, args, shardings)
     exe = _COMPILED.get(key)
     if exe is not None:
         return exe, False
     abstract = jax.tree.map(_sds, args, shardings)
-    exe = _COMPILED[key] = fn.lower(*abstract, **static).compile()
+    t0 = time.perf_counter()
+    traced = fn.trace(*abstract, **static)
+    t1 = time.perf_counter()
+    lowered = traced.lower()
+    t2 = time.perf_counter()
+    exe = _COMPILED[key] = lowered.compile()
+    t3 = time.perf_counter()
+    device = ",".join(sorted({f"{d.platform}:{d.id}" for s in jax.tree.leaves(shardings) for d in s.device_set}))
+    _COMPILE_LOG.append(CompileRecord(name or _name(fn), device, t1 - t0, t2 - t1, t3 - t2))
     return exe, True
+
+
+def _name(fn) -> str:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return getattr(fn, "__name__", type(fn).__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -265,7 +302,7 @@ class Planner(_Executor):
         a mesh, split those arguments over its devices."""
         fn, static, shardings = self._round(table, fn, args, static, axes, vmap)
         start = time.perf_counter()
-        exe, fresh = _compiled(fn, static, args, shardings)
+        exe, fresh = _compiled(fn, static, args, shardings, name)
         compiled = time.perf_counter() - start
         mem = exe.memory_analysis()
         counted, passed = int(mem.argument_size_in_bytes), _nbytes(jax.tree.map(_sds, args, shardings))
