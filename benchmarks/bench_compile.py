@@ -85,9 +85,9 @@ def main(argv=None) -> int:
     shape = f"{args.example} 2^{args.log_rows} b{args.blowup} {args.hash} on {device.platform}"
     print(f"{shape}, FRI layers <= {r4_deep_fri.SCAN_LAYERS_BELOW} scanned: plan {planned:.2f} s, {len(log)} programs, "
           f"cache {cache}")  # fmt: skip
-    print(f"  {'program':22} {'trace':>7} {'lower':>7} {'compile':>8} {'total':>7}")
+    print(f"  {'program':22} {'trace':>7} {'lower':>7} {'compile':>8} {'total':>7}  from")
     for r in log:
-        print(f"  {r.name:22} {r.trace:7.2f} {r.lower:7.2f} {r.compile:8.2f} {r.total:7.2f}")
+        print(f"  {r.name:22} {r.trace:7.2f} {r.lower:7.2f} {r.compile:8.2f} {r.total:7.2f}  {r.source}")
     t, lo, c = (sum(getattr(r, k) for r in log) for k in ("trace", "lower", "compile"))
     print(f"  {'sum':22} {t:7.2f} {lo:7.2f} {c:8.2f} {t + lo + c:7.2f}")
 

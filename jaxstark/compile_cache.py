@@ -19,13 +19,21 @@ device and the JAX version).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import sys
 import warnings
 from pathlib import Path
 
+import equinox as eqx
 import jax
+import numpy as np
 
-__all__ = ["ENV", "MIN_COMPILE_SECS", "configure", "cache_dir", "default_dir"]
+__all__ = [
+    "ENV", "MIN_COMPILE_SECS", "configure", "cache_dir", "default_dir", "PROGRAM_ENV", "program_dir", "program_key",
+    "store_program", "load_program", "Uncacheable",
+]  # fmt: skip
 
 ENV = "JAXSTARK_CACHE_DIR"
 OFF = ("off", "0", "none", "false")
@@ -61,3 +69,232 @@ def configure() -> str | None:
     if not os.environ.get("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"):
         jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECS)
     return str(path)
+
+
+# --- Rounds kept as lowered programs ---------------------------------------------------------
+#
+# JAX's cache is keyed by the lowered program, so finding an entry still costs tracing and
+# lowering the round -- most of a warm start (seconds per round on a GPU, where the kernels and
+# their jnp twins are both traced). Rounds whose code is all jaxstark's are therefore also kept
+# *lowered*: the round is exported (``jax.export``) as a function of its flattened arguments and
+# the serialised program stored under a key naming everything the trace depends on -- the
+# jaxstark source, its module-level tunables as they are now, JAX's version and the settings
+# that change a trace, the target platform, the round, its static arguments and its argument
+# shapes, dtypes and placements. A later process with the same key deserialises the program and
+# compiles it (from JAX's cache) without tracing anything. A round is traced as before when its
+# statics hold anything but plain data and jaxstark's own AIRs and configs (a user's AIR is code
+# jaxstark cannot fingerprint), when it is spread over several devices, or with
+# ``JAXSTARK_PROGRAM_CACHE=off``. Every file read is checked (magic, format, the key it was
+# stored under, the argument tree and shapes); anything that does not match is a miss.
+
+PROGRAM_ENV = "JAXSTARK_PROGRAM_CACHE"
+PROGRAM_FORMAT = 1
+_MAGIC = b"jaxstark-program\n"
+_SOURCE: list[str] = []  # the digest of jaxstark's source, computed once
+_SERIALISES: list[bool] = []  # whether flatbuffers is importable (checked once)
+_ALL_IMPORTED: list[bool] = []  # every jaxstark module imported (once, before the first key)
+
+
+class Uncacheable(Exception):
+    """A round that is traced every time (see above)."""
+
+
+def program_dir() -> Path | None:
+    """Where lowered rounds are kept: ``jaxstark-programs`` beside JAX's cache (None: not kept --
+    no cache, ``JAXSTARK_PROGRAM_CACHE=off``, or no ``flatbuffers`` to serialise them with)."""
+    if os.environ.get(PROGRAM_ENV, "").strip().lower() in OFF or not cache_dir() or not _can_serialise():
+        return None
+    return Path(cache_dir()) / "jaxstark-programs"
+
+
+def _can_serialise() -> bool:
+    if not _SERIALISES:
+        try:
+            import flatbuffers  # noqa: F401 -- what jax.export serialises with
+        except ImportError:
+            _SERIALISES.append(False)
+        else:
+            _SERIALISES.append(True)
+    return _SERIALISES[0]
+
+
+def _source_digest() -> str:
+    if not _SOURCE:
+        root = Path(__file__).resolve().parent
+        h = hashlib.sha256()
+        for path in sorted(root.rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+        _SOURCE.append(h.hexdigest())
+    return _SOURCE[0]
+
+
+def _tunables() -> str:
+    """Every upper-case, plain-data global of every jaxstark module, as it is now (a test or a
+    benchmark may have changed one). All of them are imported first, so the key does not depend
+    on which happened to be loaded."""
+    if not _ALL_IMPORTED:
+        import importlib
+        import pkgutil
+
+        package = sys.modules["jaxstark"]
+        for info in pkgutil.walk_packages(package.__path__, "jaxstark."):
+            if not info.name.endswith("__main__"):
+                importlib.import_module(info.name)
+        _ALL_IMPORTED.append(True)
+    out = []
+    for name, module in sorted(
+        (n, m) for n, m in list(sys.modules.items()) if n == "jaxstark" or n.startswith("jaxstark.")
+    ):
+        if name.endswith("__main__"):
+            continue
+        for key, value in sorted(vars(module).items()):
+            if key.isupper() and isinstance(value, (bool, int, float, str)):
+                out.append(f"{name}.{key}={value!r}")
+    return "\n".join(out)
+
+
+def _static_text(value) -> str:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, (np.integer, np.bool_)):
+        return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, (tuple, list)):
+        return f"{type(value).__name__}[{','.join(_static_text(v) for v in value)}]"
+    cls = type(value)
+    if cls.__module__.startswith("jaxstark.") and callable(getattr(value, "fingerprint", None)):
+        return f"{cls.__module__}.{cls.__qualname__}:{value.fingerprint()}:{value!r}"  # an AIR or config of jaxstark's
+    raise Uncacheable(f"static of type {cls.__module__}.{cls.__qualname__}")
+
+
+def program_key(describe: str, static: dict, leaves: list, in_tree, platform: str, device_kind: str) -> str:
+    """The key of a round's lowered program (raises :class:`Uncacheable`)."""
+    import jaxlib
+
+    parts = [
+        f"format {PROGRAM_FORMAT}", f"jax {jax.__version__} jaxlib {jaxlib.__version__}", _source_digest(), _tunables(),
+        f"x64 {jax.config.jax_enable_x64} promotion {jax.config.jax_numpy_dtype_promotion}",
+        f"platform {platform} {device_kind}", describe,
+        ";".join(f"{k}={_static_text(v)}" for k, v in sorted(static.items())),
+        str(in_tree), ";".join(f"{tuple(x.shape)}:{np.dtype(x.dtype).str}" for x in leaves),
+    ]  # fmt: skip
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+# The tree of a round's outputs, written as plain data: containers and jaxstark's own pytree
+# classes, with their static fields. Reading it imports nothing and accepts no other class.
+_ALLOWED = {"builtins.tuple": tuple, "builtins.list": list, "builtins.dict": dict, "builtins.NoneType": type(None)}
+
+
+def _missing():
+    """The placeholder equinox puts in a module's tree for each array field."""
+
+    class Probe(eqx.Module):
+        x: object
+
+    found = [v for v in (jax.tree.structure(Probe(1)).node_data()[1] or ()) if type(v).__name__ == "_Missing"]
+    return found[0] if found else None
+
+
+_MISSING = _missing()
+
+
+def _aux_out(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if _MISSING is not None and value is _MISSING:
+        return {"missing": True}
+    if isinstance(value, (tuple, list)):
+        return {"seq": type(value).__name__, "items": [_aux_out(v) for v in value]}
+    raise Uncacheable(f"a static field of type {type(value).__name__} in the output tree")
+
+
+def _aux_in(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict) and value.get("missing") is True and _MISSING is not None:
+        return _MISSING
+    if isinstance(value, dict) and value.get("seq") in ("tuple", "list"):
+        items = [_aux_in(v) for v in value["items"]]
+        return tuple(items) if value["seq"] == "tuple" else items
+    raise ValueError("bad static field")
+
+
+def encode_tree(treedef) -> object:
+    """``treedef`` as JSON-able data (raises :class:`Uncacheable` for what it cannot write)."""
+    data = treedef.node_data()
+    if data is None:
+        return "*"
+    cls, aux = data
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    if name not in _ALLOWED and not cls.__module__.startswith("jaxstark."):
+        raise Uncacheable(f"output node {name}")
+    return {"node": name, "aux": _aux_out(aux), "children": [encode_tree(c) for c in treedef.children()]}
+
+
+def decode_tree(data):
+    """The treedef :func:`encode_tree` wrote; classes only from jaxstark's loaded modules."""
+    if data == "*":
+        return jax.tree.structure(0)
+    name = data["node"]
+    cls = _ALLOWED.get(name)
+    if cls is None:
+        module, _, qual = name.rpartition(".")
+        owner = sys.modules.get(module) if module.startswith("jaxstark.") else None
+        cls = getattr(owner, qual, None) if owner is not None and "." not in qual else None
+        if not isinstance(cls, type):
+            raise ValueError(f"unknown output node {name}")
+    aux = _aux_in(data["aux"])
+    if cls is dict:
+        aux = list(aux) if aux is not None else []
+    children = [decode_tree(c) for c in data["children"]]
+    return jax.tree_util.PyTreeDef.from_node_data_and_children(jax.tree_util.default_registry, (cls, aux), children)
+
+
+def store_program(key: str, exported, out_tree, in_tree) -> None:
+    """Keep a round's exported program (best effort: a full disk only costs the next run)."""
+    where = program_dir()
+    if where is None:
+        return
+    program = bytes(exported.serialize())
+    header = json.dumps({
+        "format": PROGRAM_FORMAT, "key": key, "in_tree": str(in_tree), "out_tree": encode_tree(out_tree),
+        "sha256": hashlib.sha256(program).hexdigest(),
+    })  # fmt: skip
+    body = _MAGIC + header.encode() + b"\n" + program
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        tmp = where / f".{key}.{os.getpid()}.tmp"
+        tmp.write_bytes(body)
+        os.replace(tmp, where / f"{key}.bin")
+    except OSError:
+        pass
+
+
+def load_program(key: str, leaves: list, in_tree):
+    """``(exported, out_tree)`` kept under ``key``, or None: missing, unreadable, damaged (the
+    program's digest is in the header), another format, or not the program of these arguments."""
+    where = program_dir()
+    path = where / f"{key}.bin" if where is not None else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        data = path.read_bytes()
+        if not data.startswith(_MAGIC):
+            return None
+        header_end = data.index(b"\n", len(_MAGIC))
+        header = json.loads(data[len(_MAGIC) : header_end])
+        if header.get("format") != PROGRAM_FORMAT or header.get("key") != key or header.get("in_tree") != str(in_tree):
+            return None
+        program = data[header_end + 1 :]
+        if header.get("sha256") != hashlib.sha256(program).hexdigest():
+            return None  # damaged
+        exported = jax.export.deserialize(bytearray(program))
+        avals = [(tuple(a.shape), np.dtype(a.dtype)) for a in exported.in_avals]
+        if avals != [(tuple(x.shape), np.dtype(x.dtype)) for x in leaves]:
+            return None
+        out_tree = decode_tree(header["out_tree"])
+        if out_tree.num_leaves != len(exported.out_avals):
+            return None
+        return exported, out_tree
+    except Exception:  # noqa: BLE001 -- a damaged entry is a miss, never an error
+        return None

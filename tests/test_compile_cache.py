@@ -23,7 +23,13 @@ if len(sys.argv) > 1:
     from jaxstark.examples import EXAMPLES
     air, trace, public = EXAMPLES["fibonacci"](5)
     cfg = js.StarkConfig(blowup=2, num_queries=4, grinding_bits=0, fri_final_degree=4)
-    assert js.verify(air, js.prove(air, trace, public, cfg).to_bytes(), public, cfg)
+    proof = js.prove(air, trace, public, cfg).to_bytes()
+    assert js.verify(air, proof, public, cfg)
+    import hashlib
+    from jaxstark.memory import executor
+    out["sha"] = hashlib.sha256(proof).hexdigest()
+    out["sources"] = sorted({r.source for r in executor.compile_log()})
+    out["rounds"] = len(executor.compile_log())
 out["hits"], out["misses"] = len(hits), len(misses)
 print(json.dumps(out))
 """
@@ -62,3 +68,68 @@ def test_a_second_process_loads_the_rounds_the_first_compiled(tmp_path):
     assert first["misses"] >= 5 and any(tmp_path.iterdir())  # the statement, the commits, composition, ...
     second = probe(env, "prove")
     assert second["hits"] >= first["hits"] + 5 and second["misses"] < first["misses"], (first, second)
+    # every round was kept lowered by the first process and read back, untraced, by the second
+    assert first["sources"] == ["exported"] and second["sources"] == ["program cache"], (first, second)
+    assert first["sha"] == second["sha"] and second["rounds"] == first["rounds"] >= 7
+
+
+@pytest.mark.slow
+def test_damaged_or_switched_off_programs_are_traced_again_with_the_same_proof(tmp_path):
+    env = {"JAXSTARK_CACHE_DIR": str(tmp_path)}
+    first = probe(env, "prove")
+    kept = sorted((tmp_path / "jaxstark-programs").glob("*.bin"))
+    assert len(kept) == first["rounds"]
+    for i, path in enumerate(kept):  # truncated, a flipped byte, a wrong magic, ...
+        data = bytearray(path.read_bytes())
+        if i % 3 == 0:
+            data = data[: len(data) // 2]
+        elif i % 3 == 1:
+            data[-100] ^= 0x40
+        else:
+            data[:8] = b"XXXXXXXX"
+        path.write_bytes(bytes(data))
+    again = probe(env, "prove")
+    assert again["sha"] == first["sha"] and "program cache" not in again["sources"], again
+    off = probe({**env, "JAXSTARK_PROGRAM_CACHE": "off"}, "prove")
+    assert off["sources"] == ["traced"] and off["sha"] == first["sha"]
+
+
+def test_the_output_tree_is_written_as_data_and_read_back_equal():
+    import jax
+    import jax.numpy as jnp
+
+    from jaxstark import compile_cache as cc
+    from jaxstark.merkle import MerkleTree
+    from jaxstark.rounds.domain import make_domain
+    from jaxstark.transcript import Transcript
+
+    tree = (make_domain(3, 2), None, [1, {"a": 2, "b": (3,)}], MerkleTree("blake3", 3, jnp.zeros((16, 32), jnp.uint8)),
+            Transcript.new("test", "blake3"))  # fmt: skip
+    treedef = jax.tree.structure(tree)
+    data = json.loads(json.dumps(cc.encode_tree(treedef)))
+    assert cc.decode_tree(data) == treedef
+
+
+def test_only_jaxstark_code_is_kept_lowered():
+
+    import equinox as eqx
+    import jax
+
+    from jaxstark import compile_cache as cc
+    from jaxstark.examples.fibonacci import Fibonacci
+    from tests.attacks import Cube
+
+    assert "Fibonacci" in cc._static_text(Fibonacci())
+    with pytest.raises(cc.Uncacheable):  # a user's AIR is code jaxstark cannot fingerprint
+        cc._static_text(Cube())
+    with pytest.raises(cc.Uncacheable):
+        cc._static_text(lambda x: x)
+
+    class Outside(eqx.Module):
+        x: object
+
+    with pytest.raises(cc.Uncacheable):
+        cc.encode_tree(jax.tree.structure(Outside(1)))
+    forged = {"node": "os.system", "aux": None, "children": []}
+    with pytest.raises(ValueError, match="unknown output node"):
+        cc.decode_tree(forged)

@@ -28,7 +28,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
-from jaxstark import faults, lde, ntt
+from jaxstark import compile_cache, faults, lde, ntt
 from jaxstark.errors import DeviceFailure
 from jaxstark.progress import RoundEvent
 from jaxstark.rounds import ROUNDS, STATEMENT, TRACE_COMMIT
@@ -142,14 +142,16 @@ def compiled_for(fn, static: dict, args: tuple, shardings):
 
 @dataclasses.dataclass(frozen=True)
 class CompileRecord:
-    """How long one program took to become an executable (seconds): tracing to a jaxpr,
-    lowering to StableHLO, and XLA's compilation (or loading it from the persistent cache)."""
+    """How long one program took to become an executable (seconds): tracing to a jaxpr (and,
+    for a round kept lowered, exporting it; or reading it back), lowering to StableHLO, and
+    XLA's compilation (or loading it from the persistent cache)."""
 
     name: str
     device: str
     trace: float
     lower: float
     compile: float
+    source: str = "traced"  # "traced"; "exported" (traced, and kept lowered); "program cache" (loaded, not traced)
 
     @property
     def total(self) -> float:
@@ -161,23 +163,118 @@ def compile_log() -> list[CompileRecord]:
     return list(_COMPILE_LOG)
 
 
-def _compiled(fn, static: dict, args: tuple, shardings, name: str | None = None):
-    """(the executable, whether this call compiled it); ``name``: the round's, for the log."""
+def _compiled(fn, static: dict, args: tuple, shardings, name: str | None = None, describe: str | None = None):
+    """(the executable, whether this call compiled it); ``name``: the round's, for the log;
+    ``describe``: what the program is, for the lowered-program cache (None: not kept)."""
     key = _signature(fn, static, args, shardings)
     exe = _COMPILED.get(key)
     if exe is not None:
         return exe, False
     abstract = jax.tree.map(_sds, args, shardings)
-    t0 = time.perf_counter()
-    traced = fn.trace(*abstract, **static)
-    t1 = time.perf_counter()
-    lowered = traced.lower()
-    t2 = time.perf_counter()
-    exe = _COMPILED[key] = lowered.compile()
+    start = time.perf_counter()
+    program = _kept(fn, static, abstract, describe)
+    if program is not None:
+        exe, source, traced, lowered = program
+        t1 = start + traced
+        t2 = t1 + lowered
+    else:
+        source = "traced"
+        traced = fn.trace(*abstract, **static)
+        t1 = time.perf_counter()
+        lowered = traced.lower()
+        t2 = time.perf_counter()
+        exe = lowered.compile()
+    _COMPILED[key] = exe
     t3 = time.perf_counter()
     device = ",".join(sorted({f"{d.platform}:{d.id}" for s in jax.tree.leaves(shardings) for d in s.device_set}))
-    _COMPILE_LOG.append(CompileRecord(name or _name(fn), device, t1 - t0, t2 - t1, t3 - t2))
+    _COMPILE_LOG.append(CompileRecord(name or _name(fn), device, t1 - start, t2 - t1, t3 - t2, source))
     return exe, True
+
+
+class _FlatProgram:
+    """A round compiled from its exported program (a function of the flattened arguments),
+    called and read like the round's own executable."""
+
+    def __init__(self, compiled, out_tree):
+        self.compiled, self.out_tree = compiled, out_tree
+
+    def __call__(self, *args):
+        return self.out_tree.unflatten(self.compiled(*jax.tree.leaves(args)))
+
+    def memory_analysis(self):
+        return self.compiled.memory_analysis()
+
+    @property
+    def out_info(self):
+        return self.out_tree.unflatten(jax.tree.leaves(self.compiled.out_info))
+
+    @property
+    def output_shardings(self):
+        return self.out_tree.unflatten(self.compiled.output_shardings)
+
+
+# custom calls of the kernels (Pallas' Triton backend) that an exported round may contain
+_KERNEL_CALLS = tuple(
+    jax.export.DisabledSafetyCheck.custom_call(t) for t in ("__gpu$xla.gpu.triton", "triton_kernel_call")
+)
+
+
+def _kept(fn, static: dict, abstract: tuple, describe: str | None):
+    """The round through the lowered-program cache (:mod:`jaxstark.compile_cache`): loaded, or
+    exported and stored; ``(executable, source, seconds tracing, seconds lowering)``, or None
+    when it is not kept (then it is traced and compiled as usual)."""
+    if describe is None or compile_cache.program_dir() is None:
+        return None
+    leaves, in_tree = jax.tree.flatten(abstract)
+    devices = {d for x in leaves for d in x.sharding.device_set}
+    if len(devices) != 1 or not all(isinstance(x.sharding, SingleDeviceSharding) for x in leaves):
+        return None  # spread over a mesh: traced every time
+    (device,) = devices
+    platform = "cuda" if device.platform == "gpu" else device.platform
+    try:
+        key = compile_cache.program_key(describe, static, leaves, in_tree, platform, device.device_kind)
+    except compile_cache.Uncacheable:
+        return None
+    start = time.perf_counter()
+    hit = compile_cache.load_program(key, leaves, in_tree)
+    if hit is not None:
+        exported, out_tree = hit
+        source = "program cache"
+    else:
+        box = {}
+
+        def flat(*xs):
+            out, box["tree"] = jax.tree.flatten(fn(*jax.tree.unflatten(in_tree, xs), **static))
+            return out
+
+        try:
+            exported = jax.export.export(jax.jit(flat, keep_unused=True), platforms=(platform,),
+                                         disabled_checks=_KERNEL_CALLS)(*leaves)  # fmt: skip
+        except Exception:  # noqa: BLE001 -- a program export cannot write is traced as usual
+            return None
+        out_tree = box["tree"]
+        source = "exported"
+        try:
+            compile_cache.store_program(key, exported, out_tree, in_tree)
+        except Exception:  # noqa: BLE001 -- not kept (an output tree it cannot write, ...): this run still uses it
+            source = "exported, not kept"
+    traced = time.perf_counter() - start
+    lowered = jax.jit(exported.call, keep_unused=True).lower(*leaves)
+    lowering = time.perf_counter() - start - traced
+    return _FlatProgram(lowered.compile(), out_tree), source, traced, lowering
+
+
+def _describe(fn, static: dict, axes: tuple | None) -> str | None:
+    """What a round's program is, for the lowered-program cache: the round function, and for a
+    group of row chunks the ``vmap`` axes and the statics bound into it (None: not kept)."""
+    base = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
+    if axes is None:
+        return base
+    try:
+        bound = ";".join(f"{k}={compile_cache._static_text(v)}" for k, v in sorted(static.items()))
+    except compile_cache.Uncacheable:
+        return None
+    return f"vmap {axes!r} of {base} with {bound}"
 
 
 def _name(fn) -> str:
@@ -238,9 +335,10 @@ class _Executor:
         """What ``run`` calls and how its arguments are placed: ``fn`` (vmapped over ``axes``
         unless the round batches itself), its statics, the arguments' shardings."""
         shardings = self.placements(table, args, axes)
+        describe = _describe(fn, static, axes if axes is not None and vmap else None)
         if axes is not None and vmap:
             fn, static = grouped(fn, static, axes), {}
-        return fn, static, shardings
+        return fn, static, shardings, describe
 
     def _host_domain(self, log_n: int, blowup: int):
         with jax.default_device(jax.local_devices(backend="cpu")[0]):  # tables are built on the host (cached per shape)
@@ -300,9 +398,9 @@ class Planner(_Executor):
         takes a group of row chunks along these axes of its arguments -- run it under ``vmap``
         (unless ``vmap`` is False: the round batches itself) and, when the unit is spread over
         a mesh, split those arguments over its devices."""
-        fn, static, shardings = self._round(table, fn, args, static, axes, vmap)
+        fn, static, shardings, describe = self._round(table, fn, args, static, axes, vmap)
         start = time.perf_counter()
-        exe, fresh = _compiled(fn, static, args, shardings, name)
+        exe, fresh = _compiled(fn, static, args, shardings, name, describe)
         compiled = time.perf_counter() - start
         mem = exe.memory_analysis()
         counted, passed = int(mem.argument_size_in_bytes), _nbytes(jax.tree.map(_sds, args, shardings))
@@ -375,8 +473,8 @@ class Runner(_Executor):
         diagnostic (or, under the test-only fallback, the round is recomputed on the host)."""
         spec = ROUNDS.get(name)
         sites = (name,) if spec is None else (name, *spec.stage_sites(spec.fri_layers(args, static)))
-        fn, static, shardings = self._round(table, fn, args, static, axes, vmap)
-        exe = compiled_for(fn, static, args, shardings)
+        fn, static, shardings, describe = self._round(table, fn, args, static, axes, vmap)
+        exe = _compiled(fn, static, args, shardings, name, describe)[0]
         _DISPATCHES[name] = _DISPATCHES.get(name, 0) + 1
         event = self._event(table, name)
         start = time.perf_counter()
