@@ -49,13 +49,15 @@ def _prove_cmd(args, cache: str) -> tuple[list[str], dict]:
     cmd = [sys.executable, "-m", "jaxstark", "prove", "--example", args.example, "--log-rows", str(args.log_rows),
            "--blowup", str(args.blowup), "--queries", str(args.queries), "--grinding", str(args.grinding),
            "--hash", args.hash, "--device", args.device]  # fmt: skip
-    return cmd, {**os.environ, "JAXSTARK_CACHE_DIR": cache}
+    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    return cmd, {**env, "JAXSTARK_CACHE_DIR": cache}
 
 
 def main(argv=None) -> int:
     args = _args(argv)
     cache = args.cache or tempfile.mkdtemp(prefix="jaxstark-bench-xla-")
     os.environ["JAXSTARK_CACHE_DIR"] = cache  # read when jaxstark is imported
+    os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)  # a cache of the caller's would win over it
     import jax
 
     import jaxstark as js

@@ -133,3 +133,18 @@ def test_only_jaxstark_code_is_kept_lowered():
     forged = {"node": "os.system", "aux": None, "children": []}
     with pytest.raises(ValueError, match="unknown output node"):
         cc.decode_tree(forged)
+
+
+@pytest.mark.slow
+def test_the_compile_benchmark_runs_at_a_small_size():
+    """``benchmarks/bench_compile.py``: trace, lower and compile time per program, a few proofs,
+    and the cold and second-process figures of whole ``jaxstark prove`` processes."""
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_compile.py"), "--example", "fibonacci", "--log-rows", "4",
+           "--queries", "4", "--grinding", "0", "--prove", "2", "--cold-start"]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=900)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    text = out.stdout
+    for name in ("statement", "trace commit", "composition", "out-of-domain", "DEEP + FRI", "queries"):
+        assert f"  {name} " in text
+    assert "exported" in text and "prove (device trace)" in text
+    assert "cold (empty cache)" in text and "second process" in text

@@ -267,7 +267,10 @@ def _kept(fn, static: dict, abstract: tuple, describe: str | None):
 def _describe(fn, static: dict, axes: tuple | None) -> str | None:
     """What a round's program is, for the lowered-program cache: the round function, and for a
     group of row chunks the ``vmap`` axes and the statics bound into it (None: not kept)."""
-    base = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
+    module = getattr(fn, "__module__", None) or ""
+    if not module.startswith("jaxstark."):
+        return None  # not jaxstark's code: it cannot tell when it changed
+    base = f"{module}.{getattr(fn, '__qualname__', '?')}"
     if axes is None:
         return base
     try:
@@ -473,8 +476,8 @@ class Runner(_Executor):
         diagnostic (or, under the test-only fallback, the round is recomputed on the host)."""
         spec = ROUNDS.get(name)
         sites = (name,) if spec is None else (name, *spec.stage_sites(spec.fri_layers(args, static)))
-        fn, static, shardings, describe = self._round(table, fn, args, static, axes, vmap)
-        exe = _compiled(fn, static, args, shardings, name, describe)[0]
+        fn, static, shardings, _ = self._round(table, fn, args, static, axes, vmap)
+        exe = compiled_for(fn, static, args, shardings)  # the planner's (no second compilation)
         _DISPATCHES[name] = _DISPATCHES.get(name, 0) + 1
         event = self._event(table, name)
         start = time.perf_counter()
