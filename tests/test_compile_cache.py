@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+OURS = ("JAX_COMPILATION_CACHE", "JAXSTARK_CACHE", "JAXSTARK_PROGRAM_CACHE")  # settings a probe starts without
 
 PROBE = r"""
 import json, sys
@@ -36,7 +37,7 @@ print(json.dumps(out))
 
 
 def probe(env: dict, *args) -> dict:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "JAXSTARK_CACHE"))}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(OURS)}
     clean.update(env, PYTHONPATH=str(ROOT))
     out = subprocess.run([sys.executable, "-c", PROBE, *args], env=clean, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -54,7 +55,7 @@ def test_the_default_directory_the_knob_and_the_off_switch(tmp_path):
 def test_an_unwritable_directory_warns_and_leaves_the_cache_off(tmp_path):
     blocked = tmp_path / "file"
     blocked.write_text("")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "JAXSTARK_CACHE"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(OURS)}
     env.update(JAXSTARK_CACHE_DIR=str(blocked / "xla"), PYTHONPATH=str(ROOT))
     out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1])["dir"] is None
