@@ -19,6 +19,7 @@ device and the JAX version).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -90,9 +91,20 @@ def configure() -> str | None:
 PROGRAM_ENV = "JAXSTARK_PROGRAM_CACHE"
 PROGRAM_FORMAT = 1
 _MAGIC = b"jaxstark-program\n"
-_SOURCE: list[str] = []  # the digest of jaxstark's source, computed once
+_SOURCE: list = []  # the digest of jaxstark's source and its files' (path, mtime, size), taken at import
 _SERIALISES: list[bool] = []  # whether flatbuffers is importable (checked once)
 _ALL_IMPORTED: list[bool] = []  # every jaxstark module imported (once, before the first key)
+_TUNABLES: list[str] = []  # the tunables when the first key was made
+# JAX settings a trace depends on
+_JAX_FLAGS = ("jax_enable_x64", "jax_numpy_dtype_promotion", "jax_numpy_rank_promotion", "jax_enable_checks",
+              "jax_pallas_enable_debug_checks", "jax_default_matmul_precision")  # fmt: skip
+
+
+def tunables_changed() -> bool:
+    """Whether a tunable changed since this process made its first key. JAX reuses a function's
+    trace within a process whatever a module global says now, so a round exported after such a
+    change may hold the old setting: it is used, not kept."""
+    return bool(_TUNABLES) and _tunables() != _TUNABLES[0]
 
 
 class Uncacheable(Exception):
@@ -118,14 +130,42 @@ def _can_serialise() -> bool:
     return _SERIALISES[0]
 
 
+def _source_files() -> list[tuple[Path, int, int]]:
+    root = Path(__file__).resolve().parent
+    return [(p, (st := p.stat()).st_mtime_ns, st.st_size) for p in sorted(root.rglob("*.py"))]
+
+
 def _source_digest() -> str:
+    """The digest of jaxstark's source as this process imported it (taken when this module is
+    imported, before the rest of the package). If a file has changed on disk since, the code
+    running may not be the code on disk, and nothing is kept: :class:`Uncacheable`."""
     if not _SOURCE:
         root = Path(__file__).resolve().parent
+        files = _source_files()
         h = hashlib.sha256()
-        for path in sorted(root.rglob("*.py")):
+        for path, _, _ in files:
             h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-        _SOURCE.append(h.hexdigest())
+        _SOURCE.extend([h.hexdigest(), files])
+    elif _source_files() != _SOURCE[1]:
+        raise Uncacheable("jaxstark's source changed on disk after it was imported")
     return _SOURCE[0]
+
+
+def _plain(value) -> str | None:
+    """A text for plain data -- scalars, and tuples, dicts and frozen dataclasses of them -- or
+    None for anything else."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return repr(value)
+    if isinstance(value, tuple):
+        items = [_plain(v) for v in value]
+        return None if None in items else f"{type(value).__name__}({','.join(items)})"
+    if isinstance(value, dict):
+        items = [(_plain(k), _plain(v)) for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))]
+        return None if any(None in kv for kv in items) else "{" + ",".join(f"{k}:{v}" for k, v in items) + "}"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = [(f.name, _plain(getattr(value, f.name))) for f in dataclasses.fields(value)]
+        return None if any(v is None for _, v in fields) else f"{type(value).__qualname__}({fields})"
+    return None
 
 
 def _tunables() -> str:
@@ -148,8 +188,10 @@ def _tunables() -> str:
         if name.endswith("__main__"):
             continue
         for key, value in sorted(vars(module).items()):
-            if key.isupper() and isinstance(value, (bool, int, float, str)):
-                out.append(f"{name}.{key}={value!r}")
+            if not key.isupper() or (isinstance(value, dict) and key.startswith("_")):
+                continue  # a private dict is state (a counter, a cache), not a setting
+            if (text := _plain(value)) is not None:
+                out.append(f"{name}.{key}={text}")
     return "\n".join(out)
 
 
@@ -170,9 +212,13 @@ def program_key(describe: str, static: dict, leaves: list, in_tree, platform: st
     """The key of a round's lowered program (raises :class:`Uncacheable`)."""
     import jaxlib
 
+    tunables = _tunables()
+    if not _TUNABLES:
+        _TUNABLES.append(tunables)
+    flags = [getattr(jax.config, f, None) for f in _JAX_FLAGS]
     parts = [
-        f"format {PROGRAM_FORMAT}", f"jax {jax.__version__} jaxlib {jaxlib.__version__}", _source_digest(), _tunables(),
-        f"x64 {jax.config.jax_enable_x64} promotion {jax.config.jax_numpy_dtype_promotion}",
+        f"format {PROGRAM_FORMAT}", f"jax {jax.__version__} jaxlib {jaxlib.__version__} equinox {eqx.__version__}",
+        _source_digest(), tunables, f"flags {flags!r}",
         f"platform {platform} {device_kind}", describe,
         ";".join(f"{k}={_static_text(v)}" for k, v in sorted(static.items())),
         str(in_tree), ";".join(f"{tuple(x.shape)}:{np.dtype(x.dtype).str}" for x in leaves),
@@ -298,3 +344,6 @@ def load_program(key: str, leaves: list, in_tree):
         return exported, out_tree
     except Exception:  # noqa: BLE001 -- a damaged entry is a miss, never an error
         return None
+
+
+_source_digest()  # as imported: before the rest of the package is

@@ -149,3 +149,19 @@ def test_the_compile_benchmark_runs_at_a_small_size():
         assert f"  {name} " in text
     assert "exported" in text and "prove (device trace)" in text
     assert "cold (empty cache)" in text and "second process" in text
+
+
+def test_changed_source_or_tunables_are_never_stored_under_the_old_key(monkeypatch):
+    from jaxstark import compile_cache as cc
+    from jaxstark.rounds import r4_deep_fri
+
+    cc.program_key("probe", {}, [], None, "cpu", "cpu")
+    assert not cc.tunables_changed()
+    monkeypatch.setattr(r4_deep_fri, "SCAN_LAYERS_BELOW", r4_deep_fri.SCAN_LAYERS_BELOW * 2)
+    assert cc.tunables_changed()  # a trace JAX reuses may hold the old value: used, not kept
+    monkeypatch.undo()
+    digest, files = cc._SOURCE
+    path, mtime, size = files[0]
+    monkeypatch.setattr(cc, "_SOURCE", [digest, [(path, mtime - 1, size), *files[1:]]])  # "edited since import"
+    with pytest.raises(cc.Uncacheable, match="source changed"):
+        cc.program_key("probe", {}, [], None, "cpu", "cpu")

@@ -230,7 +230,9 @@ def _kept(fn, static: dict, abstract: tuple, describe: str | None):
     if len(devices) != 1 or not all(isinstance(x.sharding, SingleDeviceSharding) for x in leaves):
         return None  # spread over a mesh: traced every time
     (device,) = devices
-    platform = "cuda" if device.platform == "gpu" else device.platform
+    platform = _export_platform(device)
+    if platform is None:
+        return None
     try:
         key = compile_cache.program_key(describe, static, leaves, in_tree, platform, device.device_kind)
     except compile_cache.Uncacheable:
@@ -255,13 +257,29 @@ def _kept(fn, static: dict, abstract: tuple, describe: str | None):
         out_tree = box["tree"]
         source = "exported"
         try:
+            if compile_cache.tunables_changed():
+                raise compile_cache.Uncacheable("a tunable changed in this process")
             compile_cache.store_program(key, exported, out_tree, in_tree)
         except Exception:  # noqa: BLE001 -- not kept (an output tree it cannot write, ...): this run still uses it
             source = "exported, not kept"
     traced = time.perf_counter() - start
-    lowered = jax.jit(exported.call, keep_unused=True).lower(*leaves)
-    lowering = time.perf_counter() - start - traced
-    return _FlatProgram(lowered.compile(), out_tree), source, traced, lowering
+    try:
+        lowered = jax.jit(exported.call, keep_unused=True).lower(*leaves)
+        lowering = time.perf_counter() - start - traced
+        return _FlatProgram(lowered.compile(), out_tree), source, traced, lowering
+    except Exception:  # noqa: BLE001 -- a program that does not compile here is traced as usual
+        return None
+
+
+def _export_platform(device) -> str | None:
+    """The export platform of ``device``: ``cpu``, or ``cuda`` for a CUDA GPU; None (rounds not
+    kept) for anything else."""
+    if device.platform == "cpu":
+        return "cpu"
+    try:
+        return "cuda" if device in jax.devices("cuda") else None
+    except RuntimeError:
+        return None
 
 
 def _describe(fn, static: dict, axes: tuple | None) -> str | None:
