@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 
 def _args(argv):
@@ -48,7 +49,7 @@ def _args(argv):
 def _prove_cmd(args, cache: str) -> tuple[list[str], dict]:
     cmd = [sys.executable, "-m", "jaxstark", "prove", "--example", args.example, "--log-rows", str(args.log_rows),
            "--blowup", str(args.blowup), "--queries", str(args.queries), "--grinding", str(args.grinding),
-           "--hash", args.hash, "--device", args.device]  # fmt: skip
+           "--hash", args.hash, "--device", args.device, "--out", str(Path(cache) / "bench.proof")]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
     return cmd, {**env, "JAXSTARK_CACHE_DIR": cache}
 
