@@ -152,11 +152,11 @@ def _source_digest() -> str:
 
 
 def _plain(value) -> str | None:
-    """A text for plain data -- scalars, and tuples, dicts and frozen dataclasses of them -- or
+    """A text for plain data -- scalars, and tuples, lists, dicts and dataclasses of them -- or
     None for anything else."""
-    if isinstance(value, (bool, int, float, str)) or value is None:
-        return repr(value)
-    if isinstance(value, tuple):
+    if isinstance(value, (bool, int, float, str, np.integer, np.bool_)) or value is None:
+        return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, (tuple, list)):
         items = [_plain(v) for v in value]
         return None if None in items else f"{type(value).__name__}({','.join(items)})"
     if isinstance(value, dict):
@@ -188,23 +188,23 @@ def _tunables() -> str:
         if name.endswith("__main__"):
             continue
         for key, value in sorted(vars(module).items()):
-            if not key.isupper() or (isinstance(value, dict) and key.startswith("_")):
-                continue  # a private dict is state (a counter, a cache), not a setting
+            if not key.isupper() or (isinstance(value, (dict, list)) and key.startswith("_")):
+                continue  # a private dict or list is state (a counter, a cache), not a setting
             if (text := _plain(value)) is not None:
                 out.append(f"{name}.{key}={text}")
     return "\n".join(out)
 
 
 def _static_text(value) -> str:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return f"{type(value).__name__}:{value!r}"
-    if isinstance(value, (np.integer, np.bool_)):
-        return f"{type(value).__name__}:{value!r}"
-    if isinstance(value, (tuple, list)):
-        return f"{type(value).__name__}[{','.join(_static_text(v) for v in value)}]"
+    """A round's static argument in a key: an AIR or config of jaxstark's by its fingerprint and
+    repr, else plain data that holds no object (a dataclass may be a user's AIR: code)."""
     cls = type(value)
     if cls.__module__.startswith("jaxstark.") and callable(getattr(value, "fingerprint", None)):
-        return f"{cls.__module__}.{cls.__qualname__}:{value.fingerprint()}:{value!r}"  # an AIR or config of jaxstark's
+        return f"{cls.__module__}.{cls.__qualname__}:{value.fingerprint()}:{value!r}"
+    if isinstance(value, (tuple, list)):
+        return f"{cls.__name__}[{','.join(_static_text(v) for v in value)}]"
+    if not dataclasses.is_dataclass(value) and (text := _plain(value)) is not None:
+        return text
     raise Uncacheable(f"static of type {cls.__module__}.{cls.__qualname__}")
 
 

@@ -28,7 +28,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
-from jaxstark import compile_cache, faults, lde, ntt
+from jaxstark import compile_cache, faults, kernels, lde, ntt
 from jaxstark.errors import DeviceFailure
 from jaxstark.progress import RoundEvent
 from jaxstark.rounds import ROUNDS, STATEMENT, TRACE_COMMIT
@@ -174,9 +174,7 @@ def _compiled(fn, static: dict, args: tuple, shardings, name: str | None = None,
     start = time.perf_counter()
     program = _kept(fn, static, abstract, describe)
     if program is not None:
-        exe, source, traced, lowered = program
-        t1 = start + traced
-        t2 = t1 + lowered
+        exe, source, t1, t2 = program
     else:
         source = "traced"
         traced = fn.trace(*abstract, **static)
@@ -221,8 +219,8 @@ _KERNEL_CALLS = tuple(
 
 def _kept(fn, static: dict, abstract: tuple, describe: str | None):
     """The round through the lowered-program cache (:mod:`jaxstark.compile_cache`): loaded, or
-    exported and stored; ``(executable, source, seconds tracing, seconds lowering)``, or None
-    when it is not kept (then it is traced and compiled as usual)."""
+    exported and stored; ``(executable, source, when its trace ended, when its lowering ended)``
+    (``time.perf_counter``), or None when it is not kept (then it is traced and compiled as usual)."""
     if describe is None or compile_cache.program_dir() is None:
         return None
     leaves, in_tree = jax.tree.flatten(abstract)
@@ -237,7 +235,6 @@ def _kept(fn, static: dict, abstract: tuple, describe: str | None):
         key = compile_cache.program_key(describe, static, leaves, in_tree, platform, device.device_kind)
     except compile_cache.Uncacheable:
         return None
-    start = time.perf_counter()
     hit = compile_cache.load_program(key, leaves, in_tree)
     if hit is not None:
         exported, out_tree = hit
@@ -262,10 +259,10 @@ def _kept(fn, static: dict, abstract: tuple, describe: str | None):
             compile_cache.store_program(key, exported, out_tree, in_tree)
         except Exception:  # noqa: BLE001 -- not kept (an output tree it cannot write, ...): this run still uses it
             source = "exported, not kept"
-    traced = time.perf_counter() - start
+    traced = time.perf_counter()
     try:
         lowered = jax.jit(exported.call, keep_unused=True).lower(*leaves)
-        lowering = time.perf_counter() - start - traced
+        lowering = time.perf_counter()
         return _FlatProgram(lowered.compile(), out_tree), source, traced, lowering
     except Exception:  # noqa: BLE001 -- a program that does not compile here is traced as usual
         return None
@@ -276,10 +273,7 @@ def _export_platform(device) -> str | None:
     kept) for anything else."""
     if device.platform == "cpu":
         return "cpu"
-    try:
-        return "cuda" if device in jax.devices("cuda") else None
-    except RuntimeError:
-        return None
+    return "cuda" if device.platform == "gpu" and kernels._has_cuda() else None
 
 
 def _describe(fn, static: dict, axes: tuple | None) -> str | None:
