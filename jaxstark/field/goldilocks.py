@@ -144,26 +144,40 @@ def powers_by_doubling(mul, one, base, n: int):
     """[1, base, ..., base^(n-1)] along a new leading axis. ``one`` is the identity with a
     leading axis of size 1 (shape ``(1,)`` or ``(1, 3)``).
 
-    Two tables of about sqrt(n) entries -- ``base^j`` and ``(base^B)^i`` with ``B ~ sqrt(n)``,
-    each from one ``fori_loop`` of square-and-multiply -- and one outer product: O(n)
-    multiplications and a program whose size does not grow with n (an unrolled doubling chain
-    costs seconds of compile time per call site)."""
+    Two tables of about sqrt(n) entries -- ``base^j`` and ``base^(B i)`` with ``B ~ sqrt(n)``,
+    both from one :func:`_static_powers` loop -- and one outer product: O(n) multiplications
+    and a program whose size does not grow with n (an unrolled doubling chain costs seconds of
+    compile time per call site)."""
     elem = one.shape[1:]
     if n <= 1:
         return jnp.broadcast_to(one, (1, *elem))[:n]
     log_b = ((n - 1).bit_length() + 1) // 2
     block = 1 << log_b
     count = -(-n // block)
-
-    def table(b, size: int):
-        e = jnp.arange(size, dtype=jnp.uint64).reshape((size,) + (1,) * len(elem))
-        ones = jnp.broadcast_to(one[0], (size, *elem))
-        return square_and_multiply(mul, ones, b, e, max(1, (size - 1).bit_length()))
-
-    small = table(base, block)
-    big_base = square_and_multiply(mul, one[0], base, np.uint64(block), log_b + 1)
-    big = table(big_base, count)
+    table = _static_powers(mul, one, base, np.concatenate([np.arange(block), block * np.arange(count)]))
+    small, big = table[:block], table[block:]
     return mul(big[:, None], small[None, :]).reshape((count * block, *elem))[:n]
+
+
+def _static_powers(mul, one, base, exponents: np.ndarray):
+    """``base^e`` for every ``e`` of a static exponent vector, along a new leading axis: one
+    square-and-multiply ``fori_loop`` whose step does both of its products (the running
+    results times the current square, and the square squared) in a single ``mul``, so the loop
+    body holds one copy of the multiplication."""
+    elem = one.shape[1:]
+    size = len(exponents)
+    bits = jnp.asarray(exponents.astype(np.uint64).reshape(size, *((1,) * len(elem))))
+
+    def body(i, carry):
+        r, square = carry  # (size, *elem), (1, *elem)
+        prod = mul(jnp.concatenate([r, square]), jnp.concatenate([jnp.broadcast_to(square, r.shape), square]))
+        bit = (bits >> i.astype(jnp.uint64)) & _ONE
+        return jnp.where(bit == _ONE, prod[:size], r), prod[size:]
+
+    nbits = max(1, int(exponents.max()).bit_length())
+    ones = jnp.broadcast_to(one[0], (size, *elem))
+    r, _ = lax.fori_loop(0, nbits, body, (ones, jnp.reshape(base, (1, *elem))))
+    return r
 
 
 def _pow_bits(a: Elt, e: Elt, nbits: int) -> Elt:
