@@ -44,18 +44,27 @@ def sum_column_blocks(partial, columns: int, block: int = COLUMN_BLOCK):
 
 def _evaluate(coeffs: Array, x: Array, ext_coeffs: bool) -> Array:
     n = coeffs.shape[0]
+    if x.ndim == 0:  # base point: powers (n,)
+        xp = gl._powers(x, n)
+    else:  # extension point: powers (n, 3)
+        xp = ext._powers(x, n)
+    return _evaluate_powers(coeffs, xp, ext_coeffs)
+
+
+def _evaluate_powers(coeffs: Array, xp: Array, ext_coeffs: bool) -> Array:
+    """:func:`_evaluate` from the point's powers ``xp`` (``(n,)`` base or ``(n, 3)`` extension),
+    so that several evaluations at one point share one table."""
+    n = coeffs.shape[0]
+    base_point = xp.ndim == 1
     batch = coeffs.shape[1 : coeffs.ndim - int(ext_coeffs)]
-    tail = (3,) if ext_coeffs or x.ndim else ()  # an extension result per column
+    tail = (3,) if ext_coeffs or not base_point else ()  # an extension result per column
     flat = coeffs.reshape(n, -1, *((3,) if ext_coeffs else ()))  # (n, C[, 3])
     columns = flat.shape[1]
-    if x.ndim == 0:  # base point: powers (n,)
-        xp = gl._powers(x, n).reshape(n, 1, *((1,) if ext_coeffs else ()))
-    else:  # extension point: powers (n, 3)
-        xp = ext._powers(x, n).reshape(n, 1, 3)
+    xp = xp.reshape(n, 1, *((1,) if ext_coeffs else ())) if base_point else xp.reshape(n, 1, 3)
 
     def block_values(start, size):  # columns [start, start + size) evaluated: (size, *tail)
         block = lax.dynamic_slice_in_dim(flat, start, size, axis=1)
-        if x.ndim == 0:
+        if base_point:
             terms = gl._mul(block, xp)
         else:
             terms = ext._mul(block, xp) if ext_coeffs else ext._mul_base(xp, block)

@@ -19,7 +19,7 @@ from jaxtyping import Array, UInt64
 
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
-from jaxstark.poly import _evaluate
+from jaxstark.poly import _evaluate_powers
 from jaxstark.protocol import fiat_shamir as fs
 from jaxstark.transcript import Transcript
 
@@ -47,13 +47,16 @@ def out_of_domain(
     tr, z = fs.ood_point(tr)
     g = jnp.asarray(np.uint64(gl.root_of_unity(log_n)))
     zg = fext._mul_base(z, g)
-    trace_z = _evaluate(trace_coeffs, z, False)
-    trace_zg = _evaluate(trace_coeffs, zg, False)
-    parts_z = _evaluate(parts_coeffs, z, True)
+    # the powers of z and z w, as one table (one copy of the multiplication in the program)
+    both = fext._powers(jnp.stack([z, zg]), trace_coeffs.shape[0])  # (n, 2, 3)
+    xz, xzg = both[:, 0], both[:, 1]
+    trace_z = _evaluate_powers(trace_coeffs, xz, False)
+    trace_zg = _evaluate_powers(trace_coeffs, xzg, False)
+    parts_z = _evaluate_powers(parts_coeffs, xz, True)
     if aux_coeffs is None:
         aux_z = aux_zg = jnp.zeros((0, 3), jnp.uint64)
     else:
         ext_coeffs = aux_coeffs.reshape(aux_coeffs.shape[0], -1, 3)
-        aux_z, aux_zg = _evaluate(ext_coeffs, z, True), _evaluate(ext_coeffs, zg, True)
+        aux_z, aux_zg = _evaluate_powers(ext_coeffs, xz, True), _evaluate_powers(ext_coeffs, xzg, True)
     tr = fs.absorb_ood(tr, trace_z, trace_zg, parts_z, aux_z, aux_zg)
     return OutOfDomain(z, trace_z, trace_zg, parts_z, aux_z, aux_zg), tr
