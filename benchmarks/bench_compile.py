@@ -76,9 +76,9 @@ def main(argv=None) -> int:
     if args.threads:  # keep each program's lowering for the concurrent re-compile
         real = executor._compiled
 
-        def keep(fn, static, args_, shardings, name=None):
+        def keep(fn, static, args_, shardings, name=None, describe=None):
             lowered.append((name, fn, static, jax.tree.map(executor._sds, args_, shardings)))
-            return real(fn, static, args_, shardings, name)
+            return real(fn, static, args_, shardings, name, describe)
 
         executor._compiled = keep
     start = time.perf_counter()
