@@ -39,6 +39,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 from jaxtyping import Array, UInt64
 
 from jaxstark.errors import ShapeError
@@ -163,18 +164,27 @@ def bit_reverse(x: Array, axis: int = 0) -> Array:
 
 def _dif_levels(x: Array, twiddles: Array, log_n: int) -> Array:
     """Radix-2 DIF butterflies along axis 0; natural-order input, bit-reversed output.
-    ``twiddles[j] = w_n^j`` (j < n/2) for the transform's root ``w_n``."""
+    ``twiddles[j] = w_n^j`` (j < n/2) for the transform's root ``w_n``.
+
+    In constant-geometry (Pease) form, so every level is the same step and the levels run in
+    one ``fori_loop`` (one copy of the butterfly in the program, whatever n): level ``s`` pairs
+    ``x[i]`` with ``x[i + n/2]``, writes ``x[i] + x[i + n/2]`` to row ``2i`` and
+    ``(x[i] - x[i + n/2]) w_n^((i >> s) << s)`` to row ``2i + 1``. That is the in-place
+    radix-2 DIF with its rows permuted at every level and none at the end: the same output."""
+    if log_n == 0:
+        return x
     n = 1 << log_n
+    half = n // 2
     batch = x.shape[1:]
-    ones = (1,) * len(batch)
-    for level in range(log_n):
-        h = n >> (level + 1)
-        blocks = n // (2 * h)
-        y = x.reshape(blocks, 2, h, *batch)
-        a, b = y[:, 0], y[:, 1]
-        w = twiddles[::blocks].reshape(1, h, *ones)  # w_{2h}^j = w_n^(j * blocks)
-        x = jnp.stack([gl._add(a, b), gl._mul(gl._sub(a, b), w)], axis=1).reshape(n, *batch)
-    return x
+    i = jnp.arange(half, dtype=jnp.uint32)
+
+    def level(s, x):
+        a, b = x[:half], x[half:]
+        s = s.astype(jnp.uint32)
+        w = twiddles[(i >> s) << s].reshape(half, *((1,) * len(batch)))
+        return jnp.stack([gl._add(a, b), gl._mul(gl._sub(a, b), w)], axis=1).reshape(n, *batch)
+
+    return lax.fori_loop(0, log_n, level, x)
 
 
 def dif_bitrev(x: Array, roots: Array) -> Array:

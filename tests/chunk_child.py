@@ -10,7 +10,7 @@ import os
 import sys
 
 out, devices = sys.argv[1], int(sys.argv[2])
-os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}".strip()
 import jax  # noqa: E402
 
 if len(sys.argv) > 3:

@@ -121,7 +121,6 @@ def test_a_table_16_times_over_the_budget_is_chunked_and_grouped_by_the_planner(
 
 def _child(tmp_path, name, *argv):
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    env.pop("XLA_FLAGS", None)
     out = tmp_path / f"{name}.bin"
     cmd = [sys.executable, str(Path(__file__).with_name("chunk_child.py")), str(out), *map(str, argv)]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), out
