@@ -21,8 +21,9 @@ at ``w^i`` for ``i = 0..n-1`` (natural order), ``w = gl.root_of_unity(log2 n)``.
 is its inverse. Internally: decimation in frequency (Gentleman-Sande) to bit-reversed order,
 then a bit-reversal gather. The butterflies are :func:`dif_bitrev`: on a CUDA device the
 radix-2^r Pallas kernel of :mod:`jaxstark.kernels.ntt` (several levels per pass over memory),
-elsewhere -- and as its reference -- plain ``jnp`` radix-2, one pass per level
-(:func:`_dif_levels`). :mod:`jaxstark.kernels` says how the choice is made.
+elsewhere -- and as its reference -- plain ``jnp`` radix-2, one pass per level, every level
+the same constant-geometry step in one ``fori_loop`` (:func:`_dif_levels`; the program holds
+one butterfly whatever n). :mod:`jaxstark.kernels` says how the choice is made.
 
 Twiddles are computed once per size by :func:`ntt_tables` (cached; an :class:`NTTTables`
 PyTree) and passed to the jitted transform as *arguments*, never baked into the program as

@@ -4,8 +4,10 @@
 coefficient array (the layout of :mod:`jaxstark.ntt`), at a base-field point (``x`` of shape
 ``()``) or an extension point (shape ``(3,)``). Coefficients may themselves be extension
 elements (``ext_coeffs=True``: shape ``(n, *batch, 3)``). The powers ``1, x, ..., x^(n-1)`` are
-built by doubling (log n batched multiplications) and the sum is a modular reduction along
-axis 0, so the whole evaluation is parallel -- no length-n sequential Horner loop.
+one table (:func:`jaxstark.field.goldilocks.powers_by_doubling`: two tables of about sqrt(n)
+powers and their outer product) and the sum is a modular reduction along axis 0, so the whole
+evaluation is parallel -- no length-n sequential Horner loop. Evaluations at one point share
+its table (:func:`_evaluate_powers`; the out-of-domain round builds one for ``z`` and ``z w``).
 
 Wide batches are evaluated :data:`COLUMN_BLOCK` columns at a time in a ``fori_loop``
 (:func:`sum_column_blocks`), so the products held at once are ``n x COLUMN_BLOCK``, whatever the

@@ -399,7 +399,7 @@ def root_of_unity(log_n: int) -> int:
 
 def powers(base: int | Elt, n: int) -> Elt:
     """[1, base, base^2, ..., base^(n-1)] as a uint64 array (base a Python int or a uint64
-    scalar); computed by doubling, log2(n) vectorised multiplications."""
+    scalar); :func:`powers_by_doubling`: O(n) vectorised multiplications, a program of fixed size."""
     if n < 0:
         raise ValueError(f"powers: n must be >= 0, got {n}")
     b = field_array(base, "powers base") if not isinstance(base, jax.core.Tracer) else base
