@@ -3,37 +3,25 @@ leave the protocol alone leaves proof bytes identical: run it before and after, 
 
     python benchmarks/proof_digests.py
 
-Fibonacci 2^5 under BLAKE3, Keccak-256 and Poseidon2 (configs of ``tests/attacks.py``'s
-kind), a two-table bus statement, ALU 2^10 (one unrolled FRI layer, then the scanned ones),
+Fibonacci 2^5 under BLAKE3, Keccak-256 and Poseidon2, the two-table bus statement of
+``tests/attacks.py``, ALU 2^10 (one unrolled FRI layer, then the scanned ones),
 the three-table machine and the wide example. Deterministic: same code, same digests.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sys
+from pathlib import Path
 
-import equinox as eqx
 import numpy as np
 
 import jaxstark as js
 from jaxstark.examples import EXAMPLES
-from jaxstark.examples.machine import RangeTable, machine_example
+from jaxstark.examples.machine import machine_example
 
-
-class Bytes(js.AIR):
-    """One column sent to the bus "range" (as in tests/attacks.py)."""
-
-    width: int = eqx.field(static=True, default=1)
-    row_local = True
-
-    def constraint_degrees(self):
-        return ()
-
-    def transition(self, cur, nxt, periodic, public):
-        return []
-
-    def interactions(self):
-        return [js.Interaction.send("range", lambda row: [row[0]])]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests import attacks  # noqa: E402  (the honest statements the attack tests start from)
 
 
 def statements():
@@ -44,9 +32,7 @@ def statements():
     trace = np.asarray(trace)
     for name, cfg in (("fibonacci 2^5 blake3", b3), ("fibonacci 2^5 keccak256", kc), ("fibonacci 2^5 poseidon2", p2)):
         yield name, lambda cfg=cfg: js.prove(air, trace, public, cfg)
-    values = np.arange(16, dtype=np.uint64)[:, None]
-    table = np.stack([np.arange(16, dtype=np.uint64), np.ones(16, np.uint64)], axis=1)
-    yield "bus 16 + 16 rows", lambda: js.prove([(Bytes(), values), (RangeTable(bits=4), table)], config=b3)
+    yield "bus 16 + 16 rows", lambda: js.prove([(a, t) for a, t, _ in attacks.bus_tables()], config=b3)
     alu, alu_trace, alu_public = EXAMPLES["alu"](10)
     yield "alu 2^10", lambda: js.prove(alu, np.asarray(alu_trace), alu_public, b3)
     machine = js.StarkConfig(blowup=2, num_queries=10, grinding_bits=2, fri_final_degree=4)
