@@ -90,6 +90,17 @@ def test_pow_and_powers():
     _check(ext.powers(ext.from_int(A[0]), 20), want)
 
 
+def test_powers_of_several_bases_at_once():
+    """One table for a stack of bases (the out-of-domain round's z and z w): column j holds the
+    powers of base j."""
+    bases = [tuple(int(v) for v in a) for a in A[:2]]
+    for n in (1, 3, 33):
+        got = ext._powers(ext.from_int(A[:2]), n)
+        assert got.shape == (n, 2, 3)
+        for j, b in enumerate(bases):
+            _check(got[:, j], np.array([ref_pow(b, i) for i in range(n)], dtype=object))
+
+
 @pytest.fixture(scope="module")
 def gf3():
     galois = pytest.importorskip("galois")

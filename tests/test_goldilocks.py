@@ -143,6 +143,13 @@ def test_powers():
     assert gl.powers(11, 0).shape == (0,)
 
 
+def test_powers_of_every_table_split_against_python_ints():
+    """Lengths around the two-table split (sqrt(n) rows times sqrt(n) columns, cut to n)."""
+    base = random.Random(3).randrange(P)
+    for n in (1, 2, 3, 4, 5, 8, 9, 15, 16, 17, 63, 65, 1000):
+        _check(gl.powers(base, n), np.array([pow(base, i, P) for i in range(n)], dtype=object))
+
+
 def test_against_galois_on_a_sample():
     galois = pytest.importorskip("galois")
     gf = galois.GF(P)
