@@ -142,7 +142,9 @@ def square_and_multiply(mul, one, a, e, nbits: int):
 
 def powers_by_doubling(mul, one, base, n: int):
     """[1, base, ..., base^(n-1)] along a new leading axis. ``one`` is the identity with a
-    leading axis of size 1 (shape ``(1,)`` or ``(1, 3)``).
+    leading axis of size 1 and then ``base``'s shape: ``(1,)`` for a base element, ``(1, 3)``
+    for an extension element, ``(1, k, 3)`` for a stack of k extension elements (each gets its
+    own powers).
 
     Two tables of about sqrt(n) entries -- ``base^j`` and ``base^(B i)`` with ``B ~ sqrt(n)``,
     both from one :func:`_static_powers` loop -- and one outer product: O(n) multiplications

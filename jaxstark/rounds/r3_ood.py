@@ -47,7 +47,8 @@ def out_of_domain(
     tr, z = fs.ood_point(tr)
     g = jnp.asarray(np.uint64(gl.root_of_unity(log_n)))
     zg = fext._mul_base(z, g)
-    # the powers of z and z w, as one table (one copy of the multiplication in the program)
+    # the powers of z and z w as one table, which every evaluation below reads (one powers
+    # computation in the program instead of one per evaluation)
     both = fext._powers(jnp.stack([z, zg]), trace_coeffs.shape[0])  # (n, 2, 3)
     xz, xzg = both[:, 0], both[:, 1]
     trace_z = _evaluate_powers(trace_coeffs, xz, False)
