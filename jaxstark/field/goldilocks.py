@@ -128,13 +128,15 @@ def _mul(a: Elt, b: Elt) -> Elt:
 def square_and_multiply(mul, one, a, e, nbits: int):
     """a^e in any multiplicative structure: right-to-left square-and-multiply over the low
     ``nbits`` bits of the uint64 exponent ``e``, as a ``fori_loop`` (compile time independent of
-    ``nbits``). ``one`` is the identity, already shaped like the result."""
+    ``nbits``). ``one`` is the identity, already shaped like the result. A step does both of its
+    products (the result times the square, the square squared) in a single ``mul`` on stacked
+    operands, so the loop body holds one copy of the multiplication."""
 
     def body(i, carry):
-        r, base = carry
+        r, square = carry
+        prod = mul(jnp.stack([r, square]), jnp.stack([square, square]))
         bit = (e >> i.astype(jnp.uint64)) & _ONE
-        r = jnp.where(bit == _ONE, mul(r, base), r)
-        return r, mul(base, base)
+        return jnp.where(bit == _ONE, prod[0], r), prod[1]
 
     r, _ = lax.fori_loop(0, nbits, body, (one, jnp.broadcast_to(a, one.shape)))
     return r
@@ -147,7 +149,7 @@ def powers_by_doubling(mul, one, base, n: int):
     own powers).
 
     Two tables of about sqrt(n) entries -- ``base^j`` and ``base^(B i)`` with ``B ~ sqrt(n)``,
-    both from one :func:`_static_powers` loop -- and one outer product: O(n) multiplications
+    both from one :func:`square_and_multiply` loop -- and one outer product: O(n) multiplications
     and a program whose size does not grow with n (an unrolled doubling chain costs seconds of
     compile time per call site)."""
     elem = one.shape[1:]
@@ -156,30 +158,12 @@ def powers_by_doubling(mul, one, base, n: int):
     log_b = ((n - 1).bit_length() + 1) // 2
     block = 1 << log_b
     count = -(-n // block)
-    table = _static_powers(mul, one, base, np.concatenate([np.arange(block), block * np.arange(count)]))
+    exponents = np.concatenate([np.arange(block), block * np.arange(count)])  # both tables, one loop
+    e = jnp.asarray(exponents.astype(np.uint64).reshape(len(exponents), *((1,) * len(elem))))
+    ones = jnp.broadcast_to(one[0], (len(exponents), *elem))
+    table = square_and_multiply(mul, ones, jnp.reshape(base, elem), e, int(exponents.max()).bit_length())
     small, big = table[:block], table[block:]
     return mul(big[:, None], small[None, :]).reshape((count * block, *elem))[:n]
-
-
-def _static_powers(mul, one, base, exponents: np.ndarray):
-    """``base^e`` for every ``e`` of a static exponent vector, along a new leading axis: one
-    square-and-multiply ``fori_loop`` whose step does both of its products (the running
-    results times the current square, and the square squared) in a single ``mul``, so the loop
-    body holds one copy of the multiplication."""
-    elem = one.shape[1:]
-    size = len(exponents)
-    bits = jnp.asarray(exponents.astype(np.uint64).reshape(size, *((1,) * len(elem))))
-
-    def body(i, carry):
-        r, square = carry  # (size, *elem), (1, *elem)
-        prod = mul(jnp.concatenate([r, square]), jnp.concatenate([jnp.broadcast_to(square, r.shape), square]))
-        bit = (bits >> i.astype(jnp.uint64)) & _ONE
-        return jnp.where(bit == _ONE, prod[:size], r), prod[size:]
-
-    nbits = max(1, int(exponents.max()).bit_length())
-    ones = jnp.broadcast_to(one[0], (size, *elem))
-    r, _ = lax.fori_loop(0, nbits, body, (ones, jnp.reshape(base, (1, *elem))))
-    return r
 
 
 def _pow_bits(a: Elt, e: Elt, nbits: int) -> Elt:
