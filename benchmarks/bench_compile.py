@@ -76,9 +76,9 @@ def main(argv=None) -> int:
     if args.threads:  # keep each program's lowering for the concurrent re-compile
         real = executor._compiled
 
-        def keep(fn, static, args_, shardings, name=None, describe=None):
+        def keep(fn, static, args_, shardings, name=None, describe=None, defer=False):
             lowered.append((name, fn, static, jax.tree.map(executor._sds, args_, shardings)))
-            return real(fn, static, args_, shardings, name, describe)
+            return real(fn, static, args_, shardings, name, describe, defer)
 
         executor._compiled = keep
     start = time.perf_counter()

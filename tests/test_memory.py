@@ -4,6 +4,7 @@ test-only host fallback."""
 import os
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -186,7 +187,46 @@ def test_planner_refuses_a_round_whose_unused_arguments_xla_would_not_count():
     cpu = jax.devices("cpu")[0]
     args = (np.zeros(4, np.uint64), np.zeros(8, np.uint64))
     with pytest.raises(RuntimeError, match="keep_unused=True"):
-        executor.Planner({0: cpu}, cpu).run(0, "pruning", jax.jit(lambda x, y: x + 1), args, {})
+        pruning = executor.Planner({0: cpu}, cpu)
+        pruning.run(0, "pruning", jax.jit(lambda x, y: x + 1), args, {})
+        assert pruning.rounds  # its memory is read once its program is compiled (perhaps on a compile thread)
     planner = executor.Planner({0: cpu}, cpu)
     planner.run(0, "kept", jax.jit(lambda x, y: x + 1, keep_unused=True), args, {})
     assert planner.rounds[0].arguments == 96
+
+
+@pytest.mark.parametrize("threads", ["0", "2"])
+def test_planner_figures_are_the_same_whether_rounds_compile_in_place_or_on_compile_threads(monkeypatch, threads):
+    """With compile threads the planner traces a round, hands its compilation to a thread and
+    goes on with the round's output shapes from the lowering; the rounds it records (read in
+    order, once compiled) equal those of compiling each round before tracing the next."""
+    cpu = jax.devices("cpu")[0]
+    first = jax.jit(lambda x, y: (x * y, jnp.concatenate([x, y])), keep_unused=True)
+    second = jax.jit(lambda a, b: (a + 1, b.sum(keepdims=True)), keep_unused=True)
+    args = (np.zeros(24, np.uint64), np.ones(24, np.uint64))
+
+    def walk():
+        executor.clear_caches()
+        planner = executor.Planner({0: cpu}, cpu)
+        out = planner.run(0, "first", first, args, {})
+        planner.hold("first", out, 0)
+        planner.run(0, "second", second, out, {})
+        pending = sum(isinstance(x, executor._Compiling) for x in executor._COMPILE_LOG)
+        return planner, out, pending
+
+    monkeypatch.setenv(executor.COMPILE_THREADS_ENV, "0")
+    in_place, out0, none = walk()
+    monkeypatch.setenv(executor.COMPILE_THREADS_ENV, threads)
+    deferred, out1, handed = walk()
+    assert (none, handed) == (0, 0 if threads == "0" else 2)
+    assert [(x.shape, x.dtype) for x in jax.tree.leaves(out1)] == [(x.shape, x.dtype) for x in jax.tree.leaves(out0)]
+    assert deferred.rounds == in_place.rounds
+    assert [r.name for r in executor.compile_log()] == ["first", "second"]
+    assert all(r.compile > 0 for r in executor.compile_log())
+
+
+@pytest.mark.parametrize("value", ["two", "-1", "1.5"])
+def test_a_bad_number_of_compile_threads_is_refused_by_name(monkeypatch, value):
+    monkeypatch.setenv(executor.COMPILE_THREADS_ENV, value)
+    with pytest.raises(ValueError, match="JAXSTARK_COMPILE_THREADS"):
+        executor.compile_threads()

@@ -16,6 +16,7 @@ the resident buffers it does not take as arguments plus XLA's figure for the rou
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextvars
 import dataclasses
 import functools
@@ -36,15 +37,17 @@ from jaxstark.rounds.domain import make_domain
 
 __all__ = [
     "Planner", "Runner", "RoundMemory", "CompileRecord", "compile_log", "dispatch_count", "compiled_for", "placements",
-    "clear_caches", "FALLBACK_ENV", "CHUNK_AXIS",
+    "clear_caches", "compile_threads", "FALLBACK_ENV", "CHUNK_AXIS", "COMPILE_THREADS_ENV",
 ]  # fmt: skip
 
 FALLBACK_ENV = "JAXSTARK_TEST_ONLY_HOST_FALLBACK"
 CHUNK_AXIS = "chunks"  # the mesh axis a group of row chunks is split along
+COMPILE_THREADS_ENV = "JAXSTARK_COMPILE_THREADS"
 _COMPILED: dict = {}  # signature -> compiled executable (shared by every plan and proof)
 _GROUPED: dict = {}  # (round, statics, vmap axes) -> jitted vmapped round
 _DISPATCHES: dict[str, int] = {}  # round name -> executables dispatched
-_COMPILE_LOG: list = []  # CompileRecord per program compiled
+_COMPILE_LOG: list = []  # CompileRecord per program compiled (a _Compiling job while it compiles)
+_POOLS: dict = {}  # number of threads -> the pool compiling planned programs
 _BANNER_SHOWN = [False]
 # the callback that hears of every round the planner compiles (jaxstark.progress; set by plan_checked)
 PLANNING: contextvars.ContextVar = contextvars.ContextVar("jaxstark_planning_progress", default=None)
@@ -62,6 +65,7 @@ def clear_caches() -> int:
     executables until then; afterwards the next proof of a shape compiles again, or loads
     from JAX's persistent compilation cache where one is configured."""
     dropped = len(_COMPILED)
+    concurrent.futures.wait([x.future for x in _COMPILE_LOG if isinstance(x, _Compiling)])
     _COMPILED.clear()
     _COMPILE_LOG.clear()
     _GROUPED.clear()
@@ -144,7 +148,8 @@ def compiled_for(fn, static: dict, args: tuple, shardings):
 class CompileRecord:
     """How long one program took to become an executable (seconds): tracing to a jaxpr (and,
     for a round kept lowered, exporting it; or reading it back), lowering to StableHLO, and
-    XLA's compilation (or loading it from the persistent cache)."""
+    XLA's compilation (or loading it from the persistent cache; on a compile thread, its own
+    time there, which may overlap the tracing of later programs)."""
 
     name: str
     device: str
@@ -159,33 +164,104 @@ class CompileRecord:
 
 
 def compile_log() -> list[CompileRecord]:
-    """Every program this process compiled for a round, in order (cleared by :func:`clear_caches`)."""
-    return list(_COMPILE_LOG)
+    """Every program this process compiled for a round, in order (waits for those still
+    compiling; cleared by :func:`clear_caches`)."""
+    return [x if isinstance(x, CompileRecord) else x.result()[1] for x in _COMPILE_LOG]
 
 
-def _compiled(fn, static: dict, args: tuple, shardings, name: str | None = None, describe: str | None = None):
+def compile_threads() -> int:
+    """How many threads compile a plan's programs while the planner traces the next ones
+    (``JAXSTARK_COMPILE_THREADS``; default half the host's cores, 1 to 8). 0: each program is
+    compiled where it is traced, before the next is traced."""
+    text = os.environ.get(COMPILE_THREADS_ENV, "").strip()
+    if not text:
+        return max(1, min(8, (os.cpu_count() or 2) // 2))
+    if not text.isdigit():
+        raise ValueError(f"{COMPILE_THREADS_ENV}={text!r}: expected a whole number of threads (0: none)")
+    return int(text)
+
+
+def _pool(threads: int) -> concurrent.futures.ThreadPoolExecutor:
+    pool = _POOLS.get(threads)
+    if pool is None:
+        pool = _POOLS[threads] = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="jaxstark-compile")
+    return pool
+
+
+class _Compiling:
+    """A program handed to the compile threads: its output shapes (from its lowering) are known
+    before its executable is."""
+
+    def __init__(self, key, future: concurrent.futures.Future, out_info):
+        self.key, self.future, self.out_info = key, future, out_info
+
+    def result(self):
+        """(the executable, its :class:`CompileRecord`); raises what its compilation raised."""
+        return self.future.result()
+
+
+def _finish(job: _Compiling):
+    """``job``'s executable, waited for; it replaces the job in the executable cache (a job
+    that failed is dropped from it, so that the next request compiles again)."""
+    try:
+        exe = job.result()[0]
+    except BaseException:
+        if _COMPILED.get(job.key) is job:
+            del _COMPILED[job.key]
+        raise
+    if _COMPILED.get(job.key) is job:
+        _COMPILED[job.key] = exe
+    return exe
+
+
+def _compiled(fn, static: dict, args: tuple, shardings, name: str | None = None, describe: str | None = None,
+              defer: bool = False):  # fmt: skip
     """(the executable, whether this call compiled it); ``name``: the round's, for the log;
-    ``describe``: what the program is, for the lowered-program cache (None: not kept)."""
+    ``describe``: what the program is, for the lowered-program cache (None: not kept).
+    ``defer``: the program is traced and lowered here and compiled on a compile thread
+    (:func:`compile_threads`); the first value is then a :class:`_Compiling` job (also when an
+    earlier deferred compilation of it is not done) -- unless there are no compile threads or
+    the program is spread over several devices (compiled here: XLA places its outputs)."""
     key = _signature(fn, static, args, shardings)
     exe = _COMPILED.get(key)
     if exe is not None:
+        if isinstance(exe, _Compiling) and not defer:
+            exe = _finish(exe)
         return exe, False
     abstract = jax.tree.map(_sds, args, shardings)
     start = time.perf_counter()
-    program = _kept(fn, static, abstract, describe)
-    if program is not None:
-        exe, source, t1, t2 = program
+    kept = _kept(fn, static, abstract, describe)
+    if kept is not None:
+        lowered, out_tree, source, t1 = kept
     else:
-        source = "traced"
+        source, out_tree = "traced", None
         traced = fn.trace(*abstract, **static)
         t1 = time.perf_counter()
         lowered = traced.lower()
-        t2 = time.perf_counter()
-        exe = lowered.compile()
-    _COMPILED[key] = exe
-    t3 = time.perf_counter()
+    t2 = time.perf_counter()
     device = ",".join(sorted({f"{d.platform}:{d.id}" for s in jax.tree.leaves(shardings) for d in s.device_set}))
-    _COMPILE_LOG.append(CompileRecord(name or _name(fn), device, t1 - start, t2 - t1, t3 - t2, source))
+
+    def build():
+        t3 = time.perf_counter()
+        if out_tree is None:
+            exe, how = lowered.compile(), source
+        else:
+            try:
+                exe, how = _FlatProgram(lowered.compile(), out_tree), source
+            except Exception:  # noqa: BLE001 -- a kept program that does not compile here is traced as usual
+                exe, how = fn.trace(*abstract, **static).lower().compile(), "traced (kept program did not compile)"
+        return exe, CompileRecord(name or _name(fn), device, t1 - start, t2 - t1, time.perf_counter() - t3, how)
+
+    threads = compile_threads() if defer else 0
+    if threads and all(isinstance(s, SingleDeviceSharding) for s in jax.tree.leaves(shardings)):
+        flat = jax.tree.leaves(lowered.out_info)
+        out_info = jax.tree.unflatten(out_tree, flat) if out_tree is not None else lowered.out_info
+        job = _COMPILED[key] = _Compiling(key, _pool(threads).submit(build), out_info)
+        _COMPILE_LOG.append(job)
+        return job, True
+    exe, record = build()
+    _COMPILED[key] = exe
+    _COMPILE_LOG.append(record)
     return exe, True
 
 
@@ -219,8 +295,8 @@ _KERNEL_CALLS = tuple(
 
 def _kept(fn, static: dict, abstract: tuple, describe: str | None):
     """The round through the lowered-program cache (:mod:`jaxstark.compile_cache`): loaded, or
-    exported and stored; ``(executable, source, when its trace ended, when its lowering ended)``
-    (``time.perf_counter``), or None when it is not kept (then it is traced and compiled as usual)."""
+    exported and stored; ``(its lowering, the output tree, source, when its trace ended)``
+    (``time.perf_counter``), or None when it is not kept (then it is traced as usual)."""
     if describe is None or compile_cache.program_dir() is None:
         return None
     leaves, in_tree = jax.tree.flatten(abstract)
@@ -261,10 +337,8 @@ def _kept(fn, static: dict, abstract: tuple, describe: str | None):
             source = "exported, not kept"
     traced = time.perf_counter()
     try:
-        lowered = jax.jit(exported.call, keep_unused=True).lower(*leaves)
-        lowering = time.perf_counter()
-        return _FlatProgram(lowered.compile(), out_tree), source, traced, lowering
-    except Exception:  # noqa: BLE001 -- a program that does not compile here is traced as usual
+        return jax.jit(exported.call, keep_unused=True).lower(*leaves), out_tree, source, traced
+    except Exception:  # noqa: BLE001 -- a program that does not lower here is traced as usual
         return None
 
 
@@ -380,7 +454,8 @@ class Planner(_Executor):
 
     def __init__(self, devices, default, meshes=None):
         super().__init__(devices, default, meshes)
-        self.rounds: list[RoundMemory] = []
+        self._rounds: list[RoundMemory] = []
+        self._pending: list[tuple] = []  # rounds whose program is still compiling, in order
         # id(array) -> (name, array, owning table or None when shared, held until the end)
         self.held: dict[int, tuple[str, object, int | None, bool]] = {}
 
@@ -415,15 +490,9 @@ class Planner(_Executor):
         a mesh, split those arguments over its devices."""
         fn, static, shardings, describe = self._round(table, fn, args, static, axes, vmap)
         start = time.perf_counter()
-        exe, fresh = _compiled(fn, static, args, shardings, name, describe)
-        compiled = time.perf_counter() - start
-        mem = exe.memory_analysis()
-        counted, passed = int(mem.argument_size_in_bytes), _nbytes(jax.tree.map(_sds, args, shardings))
-        if counted < passed:
-            raise RuntimeError(
-                f"round {name!r}: XLA counts {counted:,} argument bytes of the {passed:,} passed -- it pruned "
-                "unused arguments, which stay alive on the device; jit the round with keep_unused=True"
-            )
+        exe, fresh = _compiled(fn, static, args, shardings, name, describe, defer=True)
+        seconds = time.perf_counter() - start
+        passed = _nbytes(jax.tree.map(_sds, args, shardings))
         arg_ids = {id(x) for x in jax.tree.leaves(args)}
         by_name: dict[str, int] = {}
         fixed = 0
@@ -435,26 +504,44 @@ class Planner(_Executor):
                 by_name[buf] = by_name.get(buf, 0) + _nbytes(ref)
             if until_end or owner != table:
                 fixed += _nbytes(ref)
+        self._pending.append((table, name, exe, fresh, seconds, passed, tuple(sorted(by_name.items())), fixed))
+        if not isinstance(exe, _Compiling):
+            self._measure()
         out = exe.out_info
-        self.rounds.append(
-            RoundMemory(
-                table,
-                name,
-                self.label(table),
-                tuple(sorted(by_name.items())),
-                int(mem.argument_size_in_bytes),
-                int(mem.output_size_in_bytes),
-                int(mem.temp_size_in_bytes),
-                int(mem.alias_size_in_bytes),
-                fixed,
-            )
-        )
-        if fresh and (callback := PLANNING.get()) is not None:
-            unit = "all tables" if table is None else f"unit {table}"
-            callback(RoundEvent(len(self.rounds), 0, unit, name, self.label(table), self.rounds[-1].total, compiled,
-                                "plan"))  # fmt: skip
         self.hold(f"{'shared' if table is None else f'table {table}'}: {name}", out, table)
         return out
+
+    @property
+    def rounds(self) -> list[RoundMemory]:
+        """Every round planned so far, in order (waits for the programs still compiling)."""
+        self._measure()
+        return self._rounds
+
+    def _measure(self) -> None:
+        """Record the memory of the pending rounds from their executables, in order (each
+        waited for), telling the planning callback of each one compiled."""
+        while self._pending:
+            table, name, exe, fresh, seconds, passed, resident, fixed = self._pending.pop(0)
+            if isinstance(exe, _Compiling):
+                record = exe.result()[1] if fresh else None
+                exe, seconds = _finish(exe), seconds if record is None else record.total
+            mem = exe.memory_analysis()
+            counted = int(mem.argument_size_in_bytes)
+            if counted < passed:
+                raise RuntimeError(
+                    f"round {name!r}: XLA counts {counted:,} argument bytes of the {passed:,} passed -- it pruned "
+                    "unused arguments, which stay alive on the device; jit the round with keep_unused=True"
+                )
+            self._rounds.append(
+                RoundMemory(
+                    table, name, self.label(table), resident, counted, int(mem.output_size_in_bytes),
+                    int(mem.temp_size_in_bytes), int(mem.alias_size_in_bytes), fixed,
+                )
+            )  # fmt: skip
+            if fresh and (callback := PLANNING.get()) is not None:
+                unit = "all tables" if table is None else f"unit {table}"
+                callback(RoundEvent(len(self._rounds), 0, unit, name, self.label(table), self._rounds[-1].total,
+                                    seconds, "plan"))  # fmt: skip
 
 
 class Runner(_Executor):
