@@ -69,14 +69,17 @@ def table_chunks(airs, log_ns, config: StarkConfig, who: str) -> tuple[int | Non
     return tuple(out)
 
 
-def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debug: bool = False, chunks=(), groups=()):
+def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debug: bool = False, chunks=(), groups=(),
+             host_traces=()):  # fmt: skip
     """The proof's data flow, written once for the planner (abstract values, compiles and records
     memory) and the runner (arrays, dispatches): statement, main commits in unit order, LogUp
     challenges and aux commits, then each unit's rounds 2-5 on its forks in ``order``, each unit
     released when done. A unit is a table, or a group of row chunks of a split table proven
     under ``vmap`` (``chunks``, ``groups``: per table, log2 of its number of chunks and of the
-    chunks per group; :mod:`jaxstark.chunking`). Returns the proofs of every table or chunk in
-    statement order (``None`` entries when abstract)."""
+    chunks per group; :mod:`jaxstark.chunking`). ``host_traces``: per table, whether the
+    caller's trace is in host memory: then it is on the device only while a round that takes it
+    runs, as that round's argument; else it is held on the device for the whole proof. Returns
+    the proofs of every table or chunk in statement order (``None`` entries when abstract)."""
     chunks = tuple(chunks) or (0,) * len(airs)
     us = units(tuple(log_ns), chunks, groups)
     statement = dict(airs=tuple(airs), config=config, log_ns=tuple(log_ns), chunks=chunks if any(chunks) else ())
@@ -92,7 +95,8 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
     again = [u.split and per_table[u.table] > 1 for u in us]
     domains, shared = [], {}
     for i, u in enumerate(us):
-        ex.hold(f"table {u.table}{u.words}: trace (caller's)", traces[i], i, until_end=True)
+        if not (host_traces and host_traces[u.table]):
+            ex.hold(f"table {u.table}{u.words}: trace (caller's)", traces[i], i, until_end=True)
         if not u.split:
             domains.append(ex.domain(i, u.log_rows, config.blowup))
             ex.hold(f"table {u.table}: domain tables", domains[-1], i)
@@ -192,15 +196,6 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
         ex, i, COMPOSITION, (domain, r1.lde, aux_lde, logup, public, tr), config,
         grp(None, b, no_aux, None if aux is None else (None, b), None, b), air=air,
     )  # fmt: skip
-    if ex.concrete and bool(np.any(ex.host(comp.excess))):
-        message = (
-            f"{air.name}: the composition polynomial is not of degree < {air.composition_parts} * n: the trace does "
-            "not satisfy the AIR (prove with debug=True to name the constraint and row) or a constraint's declared "
-            "degree is too low"
-        )
-        if debug:  # the trace passed check_trace, so a declared degree is wrong
-            raise AirViolation(message)
-        warnings.warn(message + "; the proof will not verify", stacklevel=4)
     ood, tr = _run(
         ex, i, OUT_OF_DOMAIN, (r1.coeffs, aux_coeffs, comp.parts_coeffs, tr), config, grp(b, no_aux, b, b),
         log_n=domain.log_n,
@@ -211,30 +206,29 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
     op, _ = _run(ex, i, QUERIES, (r1, aux, comp, fri, tr), config, grp(b, no_aux, b, b, b), log_size=domain.log_size)
     if not ex.concrete:
         return None
-    host = ex.host
     root = (lambda nodes: nodes[:, 1]) if unit.split else (lambda nodes: nodes[1])  # noqa: E731
-    fields = dict(
-        trace_root=host(root(r1.nodes)),
-        parts_root=host(root(comp.nodes)),
-        fri_roots=[host(root(nodes)) for nodes in fri.nodes],
-        trace_z=host(ood.trace_z),
-        trace_zg=host(ood.trace_zg),
-        aux_z=host(ood.aux_z),
-        aux_zg=host(ood.aux_zg),
-        parts_z=host(ood.parts_z),
-        fri_final=host(fri.final),
-        nonce=host(op.nonce),
-        trace_rows=host(op.trace_rows),
-        trace_paths=host(op.trace_paths),
-        aux_rows=host(op.aux_rows),
-        aux_paths=host(op.aux_paths),
-        parts_rows=host(op.parts_rows),
-        parts_paths=host(op.parts_paths),
-        fri_rows=tuple(host(r) for r in op.fri_rows),
-        fri_paths=tuple(host(p) for p in op.fri_paths),
-        aux_root=None if aux is None else host(root(aux.nodes)),
-        bus_sums=None if aux is None else host(aux.sums),
-    )
+    # everything the proof needs from the device, in one transfer (the rounds are not waited for
+    # one by one: this is where the host first waits for the unit's results)
+    fields, excess = ex.host((
+        dict(
+            trace_root=root(r1.nodes), parts_root=root(comp.nodes), fri_roots=[root(nodes) for nodes in fri.nodes],
+            trace_z=ood.trace_z, trace_zg=ood.trace_zg, aux_z=ood.aux_z, aux_zg=ood.aux_zg, parts_z=ood.parts_z,
+            fri_final=fri.final, nonce=op.nonce, trace_rows=op.trace_rows, trace_paths=op.trace_paths,
+            aux_rows=op.aux_rows, aux_paths=op.aux_paths, parts_rows=op.parts_rows, parts_paths=op.parts_paths,
+            fri_rows=tuple(op.fri_rows), fri_paths=tuple(op.fri_paths),
+            aux_root=None if aux is None else root(aux.nodes), bus_sums=None if aux is None else aux.sums,
+        ),
+        comp.excess,
+    ))  # fmt: skip
+    if bool(np.any(excess)):
+        message = (
+            f"{air.name}: the composition polynomial is not of degree < {air.composition_parts} * n: the trace does "
+            "not satisfy the AIR (prove with debug=True to name the constraint and row) or a constraint's declared "
+            "degree is too low"
+        )
+        if debug:  # the trace passed check_trace, so a declared degree is wrong
+            raise AirViolation(message)
+        warnings.warn(message + "; the proof will not verify", stacklevel=4)
     if not unit.split:
         return [_table_proof(air, domain.log_n, fields)]
     return [_table_proof(air, domain.log_n, jax.tree.map(lambda x, j=j: x[j], fields)) for j in range(unit.count)]

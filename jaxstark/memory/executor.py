@@ -572,7 +572,10 @@ class Runner(_Executor):
         """Dispatch round ``name`` of unit ``table`` with the planner's executable. Its arguments
         are copied to the unit's device(s) (fault site "host to device"), the round runs (fault
         site ``name``); a device failure in either raises :class:`DeviceFailure` with the plan's
-        diagnostic (or, under the test-only fallback, the round is recomputed on the host)."""
+        diagnostic (or, under the test-only fallback, the round is recomputed on the host).
+        The host does not wait for the round unless progress is shown (then its event carries
+        the round's own time): the next round is dispatched behind it, and a failure while it
+        runs on the device is reported where the host next reads a result (:meth:`host`)."""
         spec = ROUNDS.get(name)
         sites = (name,) if spec is None else (name, *spec.stage_sites(spec.fri_layers(args, static)))
         fn, static, shardings, _ = self._round(table, fn, args, static, axes, vmap)
@@ -585,7 +588,9 @@ class Runner(_Executor):
             placed = self._to_device(args, shardings)
             for site in sites:  # the round, then each stage its executable runs
                 faults.check(site)
-            out = jax.block_until_ready(exe(*placed))
+            out = exe(*placed)
+            if event is not None:  # progress is being shown: the round's time is its own
+                out = jax.block_until_ready(out)
         except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
             self._failed(exc, table, name, getattr(exc, "site", name))
             with jax.default_device(jax.local_devices(backend="cpu")[0]):
