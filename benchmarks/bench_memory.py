@@ -60,7 +60,7 @@ def child(spec: str, phase: str) -> dict:
     dev = jax.devices()[0]
     out = dict(spec=spec, rows=log_n, width=air.width, blowup=blowup, device=dev.device_kind, phase=phase)
     t = time.perf_counter()
-    plan = js.plan(air, log_n, config)
+    plan = js.plan(air, trace, config)  # as js.prove will plan it: the numpy trace in host memory
     stats = dev.memory_stats() or {}
     out.update(plan_s=time.perf_counter() - t, predicted=plan.peak, binding=plan.binding.name,
                bytes_limit=stats.get("bytes_limit", 0), peak_after_plan=stats.get("peak_bytes_in_use", 0))  # fmt: skip

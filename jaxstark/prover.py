@@ -154,7 +154,8 @@ def prove(
         check_buses([(a, t) for a, (t, _, _) in zip(airs, checked, strict=True)])
     log_ns = tuple(log_n for _, log_n, _ in checked)
     chunks = table_chunks(airs, log_ns, config, "prove")
-    the_plan = plan_checked(airs, log_ns, config, device, chunks, devices, progress)
+    host = tuple(isinstance(t, np.ndarray) for t, _, _ in checked)  # a numpy trace is copied in per round
+    the_plan = plan_checked(airs, log_ns, config, device, chunks, devices, progress, host)
     the_plan.admit()  # raises DeviceBudgetExceeded before any dispatch
     watch = None if progress is None else (progress, the_plan)
     runner = Runner(the_plan.devices, the_plan.default_device, the_plan.diagnostic, the_plan.meshes, watch)

@@ -28,7 +28,7 @@ ROUNDS = ["statement", "trace commit", "fork", "composition", "out-of-domain", "
 
 def test_plan_lists_every_round_term_by_term(fib):
     air, trace, _ = fib
-    plan = js.plan(air, trace, cfg())
+    plan = js.plan(air, jnp.asarray(trace), cfg())  # a trace on the device: held for the whole proof
     assert [r.name for r in plan.rounds] == ROUNDS
     assert plan.tables[0].shape == "2^5 rows x 2 main @ blowup 2"
     for r in plan.rounds:
@@ -42,6 +42,45 @@ def test_plan_lists_every_round_term_by_term(fib):
     text = str(plan)
     assert "<- binding" in text and "fits the budget" in text and "composition" in text
     assert js.plan(air, 5, cfg()).peak == plan.peak  # log2 rows instead of a trace
+    assert "on the device, held for the whole proof" in text
+
+
+def test_a_host_trace_is_on_the_device_only_while_a_round_takes_it(fib):
+    """A numpy trace is copied in as the argument of the rounds that take it (trace commit here),
+    not held for the whole proof: every other round's device set is smaller by exactly its
+    bytes, and the closed-form model agrees byte for byte on everything but the temporaries."""
+    air, trace, public = fib
+    trace = np.asarray(trace)
+    on_device = js.plan(air, 5, cfg())
+    on_host = js.plan(air, trace, cfg())  # inferred from the numpy trace
+    assert on_host.host_traces == (True,) and on_device.host_traces == (False,)
+    assert js.plan(air, 5, cfg(), host_traces=True).rounds == on_host.rounds
+    nbytes = trace.nbytes
+    for d, h in zip(on_device.rounds, on_host.rounds, strict=True):
+        assert not any("trace (caller's)" in name for name, _ in h.resident)
+        assert (d.arguments, d.outputs, d.temporaries) == (h.arguments, h.outputs, h.temporaries)
+        assert h.total == d.total - (0 if d.name == "trace commit" else nbytes), d.name
+    trace_commit = next(r for r in on_host.rounds if r.name == "trace commit")
+    assert trace_commit.arguments >= nbytes  # the copy is counted where it is on the device
+    assert "in host memory" in str(on_host) and on_host.to_dict()["host_traces"] == [True]
+    m = js.memory.model(air, 5, cfg(), backend="cpu", host_trace=True)
+    for mine, xla in zip(m.rounds, on_host.rounds, strict=True):
+        assert (mine.held_bytes, mine.argument_bytes, mine.output_bytes) == (
+            xla.resident_bytes, xla.arguments, xla.outputs), mine.name  # fmt: skip
+    # prove plans the residency of the trace it is given
+    seen = {}
+    for given in (trace, jnp.asarray(trace)):
+        events = []
+        js.prove(air, given, public, cfg(), progress=events.append)
+        seen[isinstance(given, np.ndarray)] = [e.planned_bytes for e in events if e.done and e.phase == "prove"]
+    assert seen[True] == [r.total for r in on_host.rounds] and seen[False] == [r.total for r in on_device.rounds]
+
+
+@pytest.mark.parametrize("flags", [(True, False), "yes", [1]])
+def test_bad_host_trace_flags_are_refused(fib, flags):
+    air, _, _ = fib
+    with pytest.raises(TypeError, match="host_traces"):
+        js.plan(air, 5, cfg(), host_traces=flags)
 
 
 def test_several_tables_are_held_until_each_is_done():

@@ -238,6 +238,7 @@ def model(
     coeffs: dict[str, tuple[dict[str, float], ...]] | None = None,
     chunk_rows_log2: int | None = None,
     group: int = 1,
+    host_trace: bool = False,
 ) -> TableModel:
     """Every round's device set for one table of ``2^log_n`` rows proved alone: ``air`` gives the
     width, aux columns, composition parts, buses and public inputs, or pass them with
@@ -250,7 +251,8 @@ def model(
     together under ``vmap`` (on one device): the caller's whole trace and one set of domain
     tables of the chunk's height are held, every other buffer and the temporaries are
     ``group`` times a chunk's (an estimate: XLA's temporaries of a vmapped round were fitted on
-    single tables)."""
+    single tables). ``host_trace``: the caller's trace is in host memory, so it is on the device
+    only as the argument of the rounds that take it, not held for the whole proof."""
     if backend is None:
         backend = "cpu" if jax.default_backend() == "cpu" else "gpu"
     c = width if width is not None else air.width
@@ -306,7 +308,7 @@ def model(
     opened += sum(48 * q + 32 * q * (h.bit_length() - 1) for h in heights)
 
     rounds: list[ModelRound] = []
-    held: list[_Buf] = [trace, domain, *([others] if others.nbytes else [])]
+    held: list[_Buf] = [domain] if host_trace else [trace, domain, *([others] if others.nbytes else [])]
     tr: list[_Buf | None] = [None]  # the current transcript (every round returns a new one)
 
     def step(name: str, args: list[_Buf], outs: list[_Buf]) -> None:

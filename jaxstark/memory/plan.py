@@ -84,6 +84,7 @@ class Plan:
     chunks: tuple[int, ...] = ()  # per statement table, log2 of its number of row chunks
     groups: tuple[int, ...] = ()  # per statement table, log2 of the chunks proven at once under vmap
     meshes: dict[int, Mesh] = dataclasses.field(default_factory=dict, repr=False)  # unit -> devices it spans
+    host_traces: tuple[bool, ...] = ()  # per statement table: its trace assumed in host memory (else on the device)
 
     def chunking(self, table: int) -> str:
         """How statement table ``table`` is split, in words ('' when whole)."""
@@ -147,8 +148,19 @@ class Plan:
             chunks_log2=list(self.chunks),
             group_log2=list(self.groups),
             chunking=[self.chunking(t) for t in range(len(self.chunks))],
+            host_traces=list(self.host_traces),
             rounds=rounds,
         )
+
+    def trace_residency(self) -> str:
+        """Where the plan assumed each caller's trace, in words."""
+        host = [t for t, h in enumerate(self.host_traces) if h]
+        if not host:
+            return "caller's traces: on the device, held for the whole proof"
+        if len(host) == len(self.host_traces):
+            return "caller's traces: in host memory, on the device only as arguments of the rounds that take them"
+        return (f"caller's traces: tables {host} in host memory (on the device only as arguments of the rounds that "
+                "take them), the rest on the device for the whole proof")  # fmt: skip
 
     def diagnostic(self, table: int | None, name: str) -> str:
         """Everything known about one round, for an error message."""
@@ -199,6 +211,7 @@ class Plan:
         for t in self.tables:
             lines.append(f"unit {t.index} {t.name}: {t.shape} on {t.device}{' -- ' + t.policy if t.policy else ''}")
         lines.append(f"rounds 2-5 in table order {list(self.order)}")
+        lines.append(self.trace_residency())
         cols = ("held before", "arguments", "outputs", "temporaries", "device set")
         head = f"{'table':>5} {'round':18}" + "".join(f" {c:>12}" for c in cols)
         lines += [head, "-" * len(head)]
@@ -241,12 +254,12 @@ def _placement(us, airs, config: StarkConfig, default: jax.Device, spread: tuple
     return devices, meshes, policies
 
 
-def _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order) -> list[RoundMemory]:
+def _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order, host) -> list[RoundMemory]:
     planner = Planner(devices, default, meshes)
     u64 = jnp.uint64
     traces = [jax.ShapeDtypeStruct((1 << log_n, air.width), u64) for air, log_n in zip(airs, log_ns, strict=True)]
     publics = tuple(jax.ShapeDtypeStruct((air.num_public_inputs,), u64) for air in airs)
-    schedule(planner, airs, traces, publics, log_ns, config, order, chunks=chunks, groups=groups)
+    schedule(planner, airs, traces, publics, log_ns, config, order, chunks=chunks, groups=groups, host_traces=host)
     return planner.rounds
 
 
@@ -258,6 +271,7 @@ def plan_checked(
     chunks: tuple[int | None, ...] = (),
     devices: Sequence[jax.Device] | None = None,
     progress=None,
+    host_traces: tuple[bool, ...] = (),
 ) -> Plan:
     """The plan for already validated tables (what :func:`jaxstark.prove` calls); ``chunks``:
     per table, log2 of its number of row chunks, or None where the planner chooses
@@ -267,8 +281,13 @@ def plan_checked(
     (split along the group axis, :data:`~jaxstark.memory.executor.CHUNK_AXIS`); default
     ``[device]`` when a device is given, else every device of the target platform (of every
     process). ``progress`` hears of every round compiled (:mod:`jaxstark.progress`, phase
-    "plan"); a plan already made for these shapes is returned at once."""
+    "plan"); a plan already made for these shapes is returned at once. ``host_traces``: per
+    table, whether the caller's trace will be in host memory (default: on the device; see
+    :func:`jaxstark.schedule.schedule`)."""
     chunks = tuple(chunks) or (0,) * len(airs)
+    host = tuple(bool(h) for h in host_traces) or (False,) * len(airs)
+    if len(host) != len(airs):
+        raise ValueError(f"plan: {len(host)} host_traces flags for {len(airs)} tables")
     fixed = chunk_group(config)
     default = device or _target_device()
     spread = tuple(devices) if devices else (default,) if device else tuple(jax.devices(default.platform))
@@ -276,12 +295,12 @@ def plan_checked(
         spread = (default, *spread)
     # a plan is a function of these and of the process's environment: the next proof of the same
     # shapes reuses it instead of walking the schedule again
-    key = (tuple(airs), tuple(log_ns), config, default, spread, chunks, fixed,
+    key = (tuple(airs), tuple(log_ns), config, default, spread, chunks, fixed, host,
            tuple(os.environ.get(name) for name in PLAN_ENV))  # fmt: skip
     if key not in _PLANS:
         token = PLANNING.set(progress)
         try:
-            _PLANS[key] = _plan_checked(airs, log_ns, config, (default, spread), chunks, fixed)
+            _PLANS[key] = _plan_checked(airs, log_ns, config, (default, spread), chunks, fixed, host)
         finally:
             PLANNING.reset(token)
     return _PLANS[key]
@@ -291,16 +310,16 @@ _PLANS: dict = {}
 PLAN_ENV = (ENV_BUDGET, *_POSTURE_VARS)  # what a budget depends on besides the device
 
 
-def _plan_checked(airs, log_ns, config, device, chunks, fixed) -> Plan:
+def _plan_checked(airs, log_ns, config, device, chunks, fixed, host) -> Plan:
     if all(k is not None for k in chunks):
-        return _grouped(airs, log_ns, config, device, chunks, fixed)
+        return _grouped(airs, log_ns, config, device, chunks, fixed, host)
     # "auto": whole where the proof fits; else split the binding auto table into chunks whose
     # device set the plan of the whole table says will fit, confirmed by planning them
     auto = {t for t, k in enumerate(chunks) if k is None}
     current = [k or 0 for k in chunks]
     last: dict[int, int] = {}  # per table, the binding device set before its last split
     while True:
-        p = _grouped(airs, log_ns, config, device, tuple(current), fixed)
+        p = _grouped(airs, log_ns, config, device, tuple(current), fixed, host)
         if p.fits:
             return p
         r = p.binding
@@ -327,7 +346,7 @@ def _splits(air: AIR, log_rows: int, config: StarkConfig) -> bool:
     return True
 
 
-def _grouped(airs, log_ns, config, device, chunks, fixed_group) -> Plan:
+def _grouped(airs, log_ns, config, device, chunks, fixed_group, host) -> Plan:
     """The plan with every split table's chunks in groups: of ``fixed_group`` chunks, or the
     largest group whose device set fits: all chunks at once when the closed-form model expects
     that to fit with room to spare and the plan confirms it; else estimated from the plan of
@@ -338,15 +357,15 @@ def _grouped(airs, log_ns, config, device, chunks, fixed_group) -> Plan:
     # the smallest group: one chunk on each device it is split over (as many as the chunks allow)
     least = tuple(min(spread, k) for k in chunks)
     if not any(chunks):
-        return _plan_units(airs, log_ns, config, device, chunks, least)
+        return _plan_units(airs, log_ns, config, device, chunks, least, host)
     if fixed_group is not None:
         g = fixed_group.bit_length() - 1
-        return _plan_units(airs, log_ns, config, device, chunks, tuple(min(g, k) for k in chunks))
-    if _one_group_fits(airs, log_ns, config, device, chunks, least):  # the model's first guess
-        p = _plan_units(airs, log_ns, config, device, chunks, tuple(chunks))
+        return _plan_units(airs, log_ns, config, device, chunks, tuple(min(g, k) for k in chunks), host)
+    if _one_group_fits(airs, log_ns, config, device, chunks, least, host):  # the model's first guess
+        p = _plan_units(airs, log_ns, config, device, chunks, tuple(chunks), host)
         if p.fits:
             return p
-    one = _plan_units(airs, log_ns, config, device, chunks, least)
+    one = _plan_units(airs, log_ns, config, device, chunks, least, host)
     if not one.fits:
         return one
     groups = list(chunks)
@@ -357,7 +376,7 @@ def _grouped(airs, log_ns, config, device, chunks, fixed_group) -> Plan:
         if scaled > 0:
             groups[t] = min(groups[t], least[t] + max(0, (room // scaled).bit_length() - 1))
     while groups != list(least):
-        p = _plan_units(airs, log_ns, config, device, chunks, tuple(groups))
+        p = _plan_units(airs, log_ns, config, device, chunks, tuple(groups), host)
         if p.fits:
             return p
         t = max(range(len(groups)), key=lambda i: groups[i] - least[i])
@@ -365,7 +384,7 @@ def _grouped(airs, log_ns, config, device, chunks, fixed_group) -> Plan:
     return one
 
 
-def _one_group_fits(airs, log_ns, config, device, chunks, least) -> bool:
+def _one_group_fits(airs, log_ns, config, device, chunks, least, host) -> bool:
     """Whether the closed-form model (:mod:`jaxstark.memory.model`) expects every split table to
     fit in one group, with a fifth of the budget to spare: then that plan is tried first (one
     compilation instead of two when it fits)."""
@@ -375,13 +394,13 @@ def _one_group_fits(airs, log_ns, config, device, chunks, least) -> bool:
         return False
     budget = device_budget(target, config.vram_budget_mb).bytes
     return all(
-        model(airs[t], log_ns[t], config, backend=backend).peak / (1 << least[t]) <= 0.8 * budget
+        model(airs[t], log_ns[t], config, backend=backend, host_trace=host[t]).peak / (1 << least[t]) <= 0.8 * budget
         for t, k in enumerate(chunks)
         if k
     )
 
 
-def _plan_units(airs, log_ns, config, device, chunks, groups) -> Plan:
+def _plan_units(airs, log_ns, config, device, chunks, groups, host) -> Plan:
     us = units(tuple(log_ns), chunks, groups)
     unit_airs = tuple(airs[u.table] for u in us)
     default, spread = device
@@ -395,7 +414,7 @@ def _plan_units(airs, log_ns, config, device, chunks, groups) -> Plan:
         return max(r.total / budgets[r.device].bytes for r in rounds)
 
     def run(order):
-        return _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order)
+        return _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order, host)
 
     statement = tuple(range(len(us)))
     best_order, best = statement, run(statement)
@@ -416,7 +435,8 @@ def _plan_units(airs, log_ns, config, device, chunks, groups) -> Plan:
                   u.count)
         for i, (air, u) in enumerate(zip(unit_airs, us, strict=True))
     )  # fmt: skip
-    return Plan(tables, tuple(best), budgets, best_order, devices, default, tuple(chunks), tuple(groups), meshes)
+    return Plan(tables, tuple(best), budgets, best_order, devices, default, tuple(chunks), tuple(groups), meshes,
+                host)  # fmt: skip
 
 
 def plan(
@@ -427,12 +447,18 @@ def plan(
     device: jax.Device | None = None,
     devices: Sequence[jax.Device] | None = None,
     progress=None,
+    host_traces: bool | Sequence[bool] | None = None,
 ) -> Plan:
     """Plan a proof without running it: ``plan(air, rows, config)`` for one table or
     ``plan([(air, rows), ...], config=config)``, where ``rows`` is a trace (its shape is used)
     or the log2 of the row count. Compiles every round for its device (the executables are
     reused by :func:`jaxstark.prove`); dispatches nothing. ``progress`` is called with a
-    :class:`~jaxstark.progress.RoundEvent` for every round compiled."""
+    :class:`~jaxstark.progress.RoundEvent` for every round compiled. ``host_traces`` (one flag,
+    or one per table): the traces will be in host memory (numpy), so each is on the device only
+    as the argument of the rounds that take it; default: inferred from each ``rows`` -- a numpy
+    trace is on the host, anything else (a JAX array, a height) on the device for the whole
+    proof, which is what :func:`jaxstark.prove` assumes for such traces. The plan says which
+    (:meth:`Plan.trace_residency`)."""
     config = config or StarkConfig()
     entries = [(tables, rows)] if isinstance(tables, AIR) else list(tables)
     airs, log_ns = [], []
@@ -454,5 +480,13 @@ def plan(
         check_shape(air, log_n, config, f"plan: table {i} ({air.name})")
         airs.append(air)
         log_ns.append(log_n)
+    if host_traces is None:
+        host = tuple(isinstance(entry[1], np.ndarray) for entry in entries)
+    elif isinstance(host_traces, (bool, np.bool_)):
+        host = (bool(host_traces),) * len(entries)
+    else:
+        host = tuple(host_traces)
+        if len(host) != len(entries) or not all(isinstance(h, (bool, np.bool_)) for h in host):
+            raise TypeError(f"plan: host_traces must be a bool or one per table ({len(entries)}); got {host!r:.80}")
     chunks = table_chunks(airs, log_ns, config, "plan")
-    return plan_checked(tuple(airs), tuple(log_ns), config, device, chunks, devices, progress)
+    return plan_checked(tuple(airs), tuple(log_ns), config, device, chunks, devices, progress, host)
