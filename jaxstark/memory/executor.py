@@ -48,6 +48,7 @@ _GROUPED: dict = {}  # (round, statics, vmap axes) -> jitted vmapped round
 _DISPATCHES: dict[str, int] = {}  # round name -> executables dispatched
 _COMPILE_LOG: list = []  # CompileRecord per program compiled (a _Compiling job while it compiles)
 _POOLS: dict = {}  # number of threads -> the pool compiling planned programs
+_DOMAINS: dict = {}  # (log_n, blowup, placement) -> domain tables on the device, for the shapes of the last proof
 _BANNER_SHOWN = [False]
 # the callback that hears of every round the planner compiles (jaxstark.progress; set by plan_checked)
 PLANNING: contextvars.ContextVar = contextvars.ContextVar("jaxstark_planning_progress", default=None)
@@ -65,6 +66,7 @@ def clear_caches() -> int:
     executables until then; afterwards the next proof of a shape compiles again, or loads
     from JAX's persistent compilation cache where one is configured."""
     dropped = len(_COMPILED)
+    _DOMAINS.clear()
     concurrent.futures.wait([x.future for x in _COMPILE_LOG if isinstance(x, _Compiling)])
     _COMPILED.clear()
     _COMPILE_LOG.clear()
@@ -549,18 +551,30 @@ class Runner(_Executor):
 
     concrete = True
 
-    def __init__(self, devices, default, diagnostic: Callable[[int | None, str], str], meshes=None, progress=None):
+    def __init__(self, devices, default, diagnostic: Callable[[int | None, str], str], meshes=None, progress=None,
+                 shapes: frozenset = frozenset()):  # fmt: skip
         super().__init__(devices, default, meshes)
+        # device copies of the domain tables are kept for the next proof of the same shapes; those
+        # of other shapes are dropped before this proof dispatches anything (its plan counts only its own)
+        for key in [k for k in _DOMAINS if k[:2] not in shapes]:
+            del _DOMAINS[key]
         self.diagnostic = diagnostic
         # progress: (callback, the plan) -- the callback gets a RoundEvent as each round starts and ends
         self.progress, self.step = progress, 0
         self.last: tuple[int | None, str] = (None, STATEMENT)  # the round dispatched last
 
     def domain(self, table: int, log_n: int, blowup: int):
+        """The unit's domain tables on its device(s): copied in once, then kept for later proofs of
+        the same shape (``shapes`` of the runner; :func:`clear_caches` drops them)."""
         host = self._host_domain(log_n, blowup)
         shardings = self.placements(table, (host,), (None,))[0]
+        key = (log_n, blowup, tuple(jax.tree.leaves(shardings)))
+        if key in _DOMAINS:
+            return _DOMAINS[key]
         try:
-            return self._to_device(host, shardings)
+            placed = self._to_device(host, shardings)
+            _DOMAINS[key] = placed
+            return placed
         except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
             self._failed(exc, table, TRACE_COMMIT, faults.TO_DEVICE)
             return host  # test-only fallback: the tables stay on the host
