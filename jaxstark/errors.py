@@ -97,7 +97,9 @@ class DeviceBudgetExceeded(JaxstarkError, MemoryError):
 
 class DeviceFailure(JaxstarkError, RuntimeError):
     """A device error during an admitted run (e.g. XLA's ``RESOURCE_EXHAUSTED``), re-raised with
-    the planner's diagnostic for that round and XLA's own message. Never retried on the host
+    the planner's diagnostic for the round that raised it -- or, for a failure while rounds run
+    on the device (the host does not wait for each), for the last round dispatched when the host
+    reads the results -- and XLA's own message. Never retried on the host
     (except under the test-only ``JAXSTARK_TEST_ONLY_HOST_FALLBACK=1``)."""
 
     def __init__(self, diagnostic: str, cause: BaseException):

@@ -158,7 +158,7 @@ def prove(
     the_plan = plan_checked(airs, log_ns, config, device, chunks, devices, progress, host)
     the_plan.admit()  # raises DeviceBudgetExceeded before any dispatch
     watch = None if progress is None else (progress, the_plan)
-    shapes = frozenset((t.log_n, t.blowup) for t in the_plan.tables)
+    shapes = frozenset((t.log_n, t.blowup, t.device) for t in the_plan.tables)
     runner = Runner(the_plan.devices, the_plan.default_device, the_plan.diagnostic, the_plan.meshes, watch, shapes)
     traces = [t for t, _, _ in checked]
     publics = tuple(p for _, _, p in checked)

@@ -99,7 +99,8 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
             ex.hold(f"table {u.table}{u.words}: trace (caller's)", traces[i], i, until_end=True)
         if not u.split:
             domains.append(ex.domain(i, u.log_rows, config.blowup))
-            ex.hold(f"table {u.table}: domain tables", domains[-1], i)
+            # to the end of the proof: the runner keeps them (for the next proof of this shape)
+            ex.hold(f"table {u.table}: domain tables", domains[-1], i, until_end=True)
         else:
             if u.table not in shared:
                 shared[u.table] = ex.domain(i, u.log_rows, config.blowup)

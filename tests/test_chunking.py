@@ -114,7 +114,7 @@ def test_a_table_16_times_over_the_budget_is_chunked_and_grouped_by_the_planner(
     (k,), (g,) = plan.chunks, plan.groups
     assert k >= 4 and 1 <= g <= k, (k, g)  # at least 16 chunks, several at a time
     before = dispatch_count("queries")
-    proof = js.prove(air, np.asarray(trace), public, config)
+    proof = js.prove(air, trace, public, config)  # a device trace, as the plan above assumes
     assert dispatch_count("queries") - before == 1 << (k - g)  # one dispatch per planned group
     assert proof.chunks == (k,) and js.verify(air, proof.to_bytes(), public, js.StarkConfig(**base))
 

@@ -16,6 +16,7 @@ import pytest
 
 import jaxstark as js
 from jaxstark.examples.machine import RangeTable
+from jaxstark.memory import executor
 from jaxstark.memory.executor import FALLBACK_ENV
 from jaxstark.testing import faults
 from tests.attacks import Bytes  # one column sent to the "range" bus
@@ -37,6 +38,13 @@ def config(hash_name: str) -> js.StarkConfig:
 
 def verifies(proof, hash_name: str) -> bool:
     return js.verify([Bytes(), RangeTable(bits=3)], proof.to_bytes(), config=config(hash_name))
+
+
+@pytest.fixture(autouse=True)
+def _domain_tables_copied_in_every_proof():
+    """Each proof copies its domain tables in (the runner keeps them for the next proof of a
+    shape), so the "host to device" site covers that copy, and its fallback, in every test."""
+    executor._DOMAINS.clear()
 
 
 @pytest.fixture(scope="module", params=HASHES)

@@ -167,8 +167,15 @@ class CompileRecord:
 
 def compile_log() -> list[CompileRecord]:
     """Every program this process compiled for a round, in order (waits for those still
-    compiling; cleared by :func:`clear_caches`)."""
-    return [x if isinstance(x, CompileRecord) else x.result()[1] for x in _COMPILE_LOG]
+    compiling; one whose compilation failed is not listed; cleared by :func:`clear_caches`)."""
+    out = []
+    for x in _COMPILE_LOG:
+        if isinstance(x, _Compiling):
+            if x.future.exception() is not None:
+                continue
+            x = x.result()[1]
+        out.append(x)
+    return out
 
 
 def compile_threads() -> int:
@@ -178,7 +185,7 @@ def compile_threads() -> int:
     text = os.environ.get(COMPILE_THREADS_ENV, "").strip()
     if not text:
         return max(1, min(8, (os.cpu_count() or 2) // 2))
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise ValueError(f"{COMPILE_THREADS_ENV}={text!r}: expected a whole number of threads (0: none)")
     return int(text)
 
@@ -194,8 +201,8 @@ class _Compiling:
     """A program handed to the compile threads: its output shapes (from its lowering) are known
     before its executable is."""
 
-    def __init__(self, key, future: concurrent.futures.Future, out_info):
-        self.key, self.future, self.out_info = key, future, out_info
+    def __init__(self, key, future: concurrent.futures.Future, out_info, retrace: Callable):
+        self.key, self.future, self.out_info, self.retrace = key, future, out_info, retrace
 
     def result(self):
         """(the executable, its :class:`CompileRecord`); raises what its compilation raised."""
@@ -204,12 +211,20 @@ class _Compiling:
 
 def _finish(job: _Compiling):
     """``job``'s executable, waited for; it replaces the job in the executable cache (a job
-    that failed is dropped from it, so that the next request compiles again)."""
+    that failed is dropped from it and from the compile log, so that the next request compiles
+    again). A kept program that did not compile is traced again here, on the caller's thread
+    (where the caller's JAX settings apply)."""
     try:
-        exe = job.result()[0]
+        exe, record = job.result()
+        if exe is None:
+            exe, record = job.retrace(record)
+            job.future = concurrent.futures.Future()
+            job.future.set_result((exe, record))
     except BaseException:
         if _COMPILED.get(job.key) is job:
             del _COMPILED[job.key]
+        if job in _COMPILE_LOG:
+            _COMPILE_LOG.remove(job)
         raise
     if _COMPILED.get(job.key) is job:
         _COMPILED[job.key] = exe
@@ -243,27 +258,39 @@ def _compiled(fn, static: dict, args: tuple, shardings, name: str | None = None,
     t2 = time.perf_counter()
     device = ",".join(sorted({f"{d.platform}:{d.id}" for s in jax.tree.leaves(shardings) for d in s.device_set}))
 
+    def record(seconds: float, how: str = source) -> CompileRecord:
+        return CompileRecord(name or _name(fn), device, t1 - start, t2 - t1, seconds, how)
+
     def build():
+        """(the executable, its record); (None, record) for a kept program that does not compile
+        here: it is then traced as usual, by ``retrace``, on the thread that needs it."""
         t3 = time.perf_counter()
         if out_tree is None:
-            exe, how = lowered.compile(), source
-        else:
-            try:
-                exe, how = _FlatProgram(lowered.compile(), out_tree), source
-            except Exception:  # noqa: BLE001 -- a kept program that does not compile here is traced as usual
-                exe, how = fn.trace(*abstract, **static).lower().compile(), "traced (kept program did not compile)"
-        return exe, CompileRecord(name or _name(fn), device, t1 - start, t2 - t1, time.perf_counter() - t3, how)
+            return lowered.compile(), record(time.perf_counter() - t3)
+        try:
+            return _FlatProgram(lowered.compile(), out_tree), record(time.perf_counter() - t3)
+        except Exception:  # noqa: BLE001 -- a kept program that does not compile here is traced as usual
+            return None, record(time.perf_counter() - t3)
+
+    def retrace(failed: CompileRecord):
+        t4 = time.perf_counter()
+        exe = fn.trace(*abstract, **static).lower().compile()
+        return exe, record(failed.compile + time.perf_counter() - t4, "traced (kept program did not compile)")
 
     threads = compile_threads() if defer else 0
+    # deferred only on one device: the lowering's output shapes carry no sharding, which is that
+    # device's (a round over a mesh is compiled here, since XLA places its outputs)
     if threads and all(isinstance(s, SingleDeviceSharding) for s in jax.tree.leaves(shardings)):
         flat = jax.tree.leaves(lowered.out_info)
         out_info = jax.tree.unflatten(out_tree, flat) if out_tree is not None else lowered.out_info
-        job = _COMPILED[key] = _Compiling(key, _pool(threads).submit(build), out_info)
+        job = _COMPILED[key] = _Compiling(key, _pool(threads).submit(build), out_info, retrace)
         _COMPILE_LOG.append(job)
         return job, True
-    exe, record = build()
+    exe, done = build()
+    if exe is None:
+        exe, done = retrace(done)
     _COMPILED[key] = exe
-    _COMPILE_LOG.append(record)
+    _COMPILE_LOG.append(done)
     return exe, True
 
 
@@ -507,8 +534,7 @@ class Planner(_Executor):
             if until_end or owner != table:
                 fixed += _nbytes(ref)
         self._pending.append((table, name, exe, fresh, seconds, passed, tuple(sorted(by_name.items())), fixed))
-        if not isinstance(exe, _Compiling):
-            self._measure()
+        self._measure(wait=False)
         out = exe.out_info
         self.hold(f"{'shared' if table is None else f'table {table}'}: {name}", out, table)
         return out
@@ -519,14 +545,20 @@ class Planner(_Executor):
         self._measure()
         return self._rounds
 
-    def _measure(self) -> None:
-        """Record the memory of the pending rounds from their executables, in order (each
-        waited for), telling the planning callback of each one compiled."""
+    def _measure(self, wait: bool = True) -> None:
+        """Record the memory of the pending rounds from their executables, in order, telling the
+        planning callback of each one compiled; ``wait=False``: only those at the front of the
+        queue whose compilation is done."""
         while self._pending:
-            table, name, exe, fresh, seconds, passed, resident, fixed = self._pending.pop(0)
+            table, name, exe, fresh, seconds, passed, resident, fixed = self._pending[0]
+            if isinstance(exe, _Compiling) and not wait and not exe.future.done():
+                return
+            self._pending.pop(0)
             if isinstance(exe, _Compiling):
-                record = exe.result()[1] if fresh else None
-                exe, seconds = _finish(exe), seconds if record is None else record.total
+                job = exe
+                exe = _finish(job)
+                if fresh:
+                    seconds = job.result()[1].total
             mem = exe.memory_analysis()
             counted = int(mem.argument_size_in_bytes)
             if counted < passed:
@@ -554,9 +586,10 @@ class Runner(_Executor):
     def __init__(self, devices, default, diagnostic: Callable[[int | None, str], str], meshes=None, progress=None,
                  shapes: frozenset = frozenset()):  # fmt: skip
         super().__init__(devices, default, meshes)
-        # device copies of the domain tables are kept for the next proof of the same shapes; those
-        # of other shapes are dropped before this proof dispatches anything (its plan counts only its own)
-        for key in [k for k in _DOMAINS if k[:2] not in shapes]:
+        # device copies of the domain tables are kept for the next proof of the same shapes on the
+        # same devices; the others are dropped before this proof dispatches anything (its plan
+        # counts only its own: (log_n, blowup, device label) of each unit)
+        for key in [k for k in _DOMAINS if k[:3] not in shapes]:
             del _DOMAINS[key]
         self.diagnostic = diagnostic
         # progress: (callback, the plan) -- the callback gets a RoundEvent as each round starts and ends
@@ -568,7 +601,7 @@ class Runner(_Executor):
         the same shape (``shapes`` of the runner; :func:`clear_caches` drops them)."""
         host = self._host_domain(log_n, blowup)
         shardings = self.placements(table, (host,), (None,))[0]
-        key = (log_n, blowup, tuple(jax.tree.leaves(shardings)))
+        key = (log_n, blowup, self.label(table), tuple(jax.tree.leaves(shardings)))
         if key in _DOMAINS:
             return _DOMAINS[key]
         try:
