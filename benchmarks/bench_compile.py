@@ -26,16 +26,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from cli_args import add_proof_args
+
 
 def _args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--example", default="alu")
-    ap.add_argument("--log-rows", type=int, default=12)
-    ap.add_argument("--blowup", type=int, default=2)
-    ap.add_argument("--queries", type=int, default=40)
-    ap.add_argument("--grinding", type=int, default=16)
-    ap.add_argument("--hash", default="blake3")
-    ap.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
+    add_proof_args(ap)
     ap.add_argument("--cache", help="persistent cache directory (default: a fresh, empty one; 'off')")
     ap.add_argument("--cold-start", action="store_true", help="also time whole `jaxstark prove` processes")
     ap.add_argument("--threads", type=int, default=0, help="also re-compile the programs on this many threads")

@@ -27,16 +27,12 @@ import statistics
 import sys
 import time
 
+from cli_args import add_proof_args
+
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--example", default="alu")
-    ap.add_argument("--log-rows", type=int, default=12)
-    ap.add_argument("--blowup", type=int, default=2)
-    ap.add_argument("--queries", type=int, default=40)
-    ap.add_argument("--grinding", type=int, default=16)
-    ap.add_argument("--hash", default="blake3")
-    ap.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
+    add_proof_args(ap)
     ap.add_argument("--width", type=int, help="columns of the wide example")
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
