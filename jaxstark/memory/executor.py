@@ -48,7 +48,7 @@ _GROUPED: dict = {}  # (round, statics, vmap axes) -> jitted vmapped round
 _DISPATCHES: dict[str, int] = {}  # round name -> executables dispatched
 _COMPILE_LOG: list = []  # CompileRecord per program compiled (a _Compiling job while it compiles)
 _POOLS: dict = {}  # number of threads -> the pool compiling planned programs
-_DOMAINS: dict = {}  # (log_n, blowup, placement) -> domain tables on the device, for the shapes of the last proof
+_DOMAINS: dict = {}  # (log_n, blowup, device label, shardings) -> domain tables on the device (the last proof's)
 _BANNER_SHOWN = [False]
 # the callback that hears of every round the planner compiles (jaxstark.progress; set by plan_checked)
 PLANNING: contextvars.ContextVar = contextvars.ContextVar("jaxstark_planning_progress", default=None)
@@ -203,10 +203,11 @@ class _Compiling:
 
     def __init__(self, key, future: concurrent.futures.Future, out_info, retrace: Callable):
         self.key, self.future, self.out_info, self.retrace = key, future, out_info, retrace
+        self.done: tuple | None = None  # (executable, record) once finished (:func:`_finish`)
 
     def result(self):
         """(the executable, its :class:`CompileRecord`); raises what its compilation raised."""
-        return self.future.result()
+        return self.done or self.future.result()
 
 
 def _finish(job: _Compiling):
@@ -218,8 +219,7 @@ def _finish(job: _Compiling):
         exe, record = job.result()
         if exe is None:
             exe, record = job.retrace(record)
-            job.future = concurrent.futures.Future()
-            job.future.set_result((exe, record))
+        job.done = exe, record
     except BaseException:
         if _COMPILED.get(job.key) is job:
             del _COMPILED[job.key]
