@@ -60,10 +60,10 @@ def main(argv=None) -> int:
     import jaxstark as js
     from jaxstark.examples import example_shapes
     from jaxstark.memory import executor
-    from jaxstark.rounds import r4_deep_fri
+    from jaxstark.rounds import r4_fri_layer
 
     if args.fri_scan_below is not None:
-        r4_deep_fri.SCAN_LAYERS_BELOW = args.fri_scan_below
+        r4_fri_layer.SCAN_LAYERS_BELOW = args.fri_scan_below
 
     device = jax.devices(args.device)[0]
     tables = example_shapes(args.example, args.log_rows)  # the plan needs only the heights
@@ -82,8 +82,8 @@ def main(argv=None) -> int:
     planned = time.perf_counter() - start
     log = executor.compile_log()
     shape = f"{args.example} 2^{args.log_rows} b{args.blowup} {args.hash} on {device.platform}"
-    print(f"{shape}, FRI layers <= {r4_deep_fri.SCAN_LAYERS_BELOW} scanned: plan {planned:.2f} s, {len(log)} programs, "
-          f"cache {cache}")  # fmt: skip
+    print(f"{shape}, FRI layers <= {r4_fri_layer.SCAN_LAYERS_BELOW} scanned: plan {planned:.2f} s, "
+          f"{len(log)} programs, cache {cache}")  # fmt: skip
     print(f"  {'program':22} {'trace':>7} {'lower':>7} {'compile':>8} {'total':>7}  from")
     for r in log:
         print(f"  {r.name:22} {r.trace:7.2f} {r.lower:7.2f} {r.compile:8.2f} {r.total:7.2f}  {r.source}")

@@ -121,8 +121,8 @@ def reached(site: str) -> bool:
 
 def stages(round_name: str, fri_layers: int = 0) -> tuple[str, ...]:
     """The stage sites a dispatch of round ``round_name`` runs, in order (``fri_layers``: the
-    folds of a DEEP + FRI round, each with its tree); none for an unregistered name."""
-    r = rounds.ROUNDS.get(round_name)
+    small layers of a FRI final round, each a tree and a fold); none for an unregistered name."""
+    r = rounds.registered(round_name)
     return () if r is None else r.stage_sites(fri_layers)
 
 

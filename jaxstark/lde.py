@@ -221,8 +221,12 @@ def _coset_interpolate(evals: Array, tables: NTTTables, offset: int) -> Array:
     """Coefficients of the polynomial taking ``evals`` on ``offset * <w_m>`` (natural order):
     an inverse NTT gives the coefficients of ``f(offset * y)``; coefficient k is then divided by
     ``offset^k``. Traceable."""
+    return _interpolate_on_coset(evals, tables, np.uint64(pow(offset, gl.P - 2, gl.P)))
+
+
+def _interpolate_on_coset(evals: Array, tables: NTTTables, inv_offset) -> Array:
+    """:func:`_coset_interpolate` given ``1 / offset`` (a constant or a traced uint64 scalar)."""
     shifted = _intt_core(evals, tables)
-    inv_offset = np.uint64(pow(offset, gl.P - 2, gl.P))
     scale = gl._powers(jnp.asarray(inv_offset), evals.shape[0])
     return gl._mul(shifted, scale.reshape(-1, *((1,) * (evals.ndim - 1))))
 

@@ -22,13 +22,16 @@ from jaxstark.config import StarkConfig
 from jaxstark.errors import AirViolation, ShapeError
 from jaxstark.logup import bus_layout
 from jaxstark.proof import TableProof
+from jaxstark.protocol.layout import fri_num_layers
 from jaxstark.protocol.statement import bus_balance
 from jaxstark.rounds import (
     AUX_COMMIT,
     AUX_COMMIT_AGAIN,
     COMPOSITION,
-    DEEP_FRI,
+    DEEP,
     FORK,
+    FRI_FINAL,
+    FRI_LAYER,
     LOGUP_CHALLENGES,
     OUT_OF_DOMAIN,
     QUERIES,
@@ -36,7 +39,11 @@ from jaxstark.rounds import (
     STATEMENT,
     TRACE_COMMIT,
     TRACE_COMMIT_AGAIN,
+    FriCommitment,
+    fri_layer_name,
+    r4_fri_layer,
 )
+from jaxstark.rounds.r4_fri_final import final_shift_inverse
 
 __all__ = ["schedule", "check_shape", "table_chunks"]
 
@@ -159,13 +166,14 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
 
 
 def _run(ex, table: int | None, name: str, args: tuple, config: StarkConfig, axes: tuple | None = None, /, *,
-         group: bool = False, **given):  # fmt: skip
+         group: bool = False, label: str | None = None, **given):  # fmt: skip
     """Round ``name`` (:data:`jaxstark.rounds.ROUNDS`) of unit ``table`` through the executor, its
     statics read from ``config`` or ``given``. ``axes``: the group axes of its arguments, for a
-    group of row chunks; ``group``: the unit is such a group and the round batches it itself."""
+    group of row chunks; ``group``: the unit is such a group and the round batches it itself;
+    ``label``: the name it is dispatched under, when not ``name`` (a FRI layer's)."""
     r = ROUNDS[name]
     fn = r.group_fn if group else r.fn
-    return ex.run(table, name, fn, args, r.static(config, **given), axes, vmap=r.group_fn is None)
+    return ex.run(table, label or name, fn, args, r.static(config, **given), axes, vmap=r.group_fn is None)
 
 
 def _spread(unit, n: int) -> tuple | None:
@@ -201,9 +209,8 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
         ex, i, OUT_OF_DOMAIN, (r1.coeffs, aux_coeffs, comp.parts_coeffs, tr), config, grp(b, no_aux, b, b),
         log_n=domain.log_n,
     )  # fmt: skip
-    fri, tr = _run(
-        ex, i, DEEP_FRI, (domain, r1.lde, aux_lde, comp.parts_lde, ood, tr), config, grp(None, b, no_aux, b, b, b)
-    )
+    f, tr = _run(ex, i, DEEP, (domain, r1.lde, aux_lde, comp.parts_lde, ood, tr), config, grp(None, b, no_aux, b, b, b))
+    fri, tr = _fri(ex, i, f, tr, config, domain, grp(b, b, None), grp(b, b, None, None))
     op, _ = _run(ex, i, QUERIES, (r1, aux, comp, fri, tr), config, grp(b, no_aux, b, b, b), log_size=domain.log_size)
     if not ex.concrete:
         return None
@@ -233,6 +240,29 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
     if not unit.split:
         return [_table_proof(air, domain.log_n, fields)]
     return [_table_proof(air, domain.log_n, jax.tree.map(lambda x, j=j: x[j], fields)) for j in range(unit.count)]
+
+
+def _fri(ex, i, f, tr, config: StarkConfig, domain, layer_axes, final_axes):
+    """The FRI commit phase of unit ``i`` from D's evaluations ``f``: each layer of more than
+    :data:`~jaxstark.rounds.r4_fri_layer.SCAN_LAYERS_BELOW` evaluations a dispatch of its own,
+    then the small layers and the final polynomial in one; each layer's input is dropped once the
+    next dispatch has it. Returns every layer's commitment as the queries open it, and the
+    transcript."""
+    layers = fri_num_layers(domain.log_n, config.fri_final_degree)
+    leaves, nodes = [], []
+    k = 0
+    while k < layers and domain.size >> k > r4_fri_layer.SCAN_LAYERS_BELOW:
+        layer, tr = _run(ex, i, FRI_LAYER, (f, tr, r4_fri_layer.fri_step(domain.offset, k)), config, layer_axes,
+                         label=fri_layer_name(k))  # fmt: skip
+        ex.drop(f)
+        leaves.append(layer.leaves)
+        nodes.append(layer.nodes)
+        f = layer.folded
+        k += 1
+    args = (f, tr, r4_fri_layer.fri_step(domain.offset, range(k, layers)), final_shift_inverse(domain.offset, layers))
+    last, tr = _run(ex, i, FRI_FINAL, args, config, final_axes, degree=domain.n >> layers)
+    ex.drop(f)
+    return FriCommitment((*leaves, *last.leaves), (*nodes, *last.nodes), last.final, last.excess), tr
 
 
 def _table_proof(air, log_n, f) -> TableProof:

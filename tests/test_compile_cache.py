@@ -146,7 +146,7 @@ def test_the_compile_benchmark_runs_at_a_small_size():
     out = subprocess.run(cmd, capture_output=True, text=True, env={**env, "PYTHONPATH": str(ROOT)}, timeout=900)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     text = out.stdout
-    for name in ("statement", "trace commit", "composition", "out-of-domain", "DEEP + FRI", "queries"):
+    for name in ("statement", "trace commit", "composition", "out-of-domain", "DEEP", "FRI final", "queries"):
         assert f"  {name} " in text
     assert "exported" in text and "prove (device trace)" in text
     assert "cold (empty cache)" in text and "second process" in text
@@ -154,11 +154,11 @@ def test_the_compile_benchmark_runs_at_a_small_size():
 
 def test_changed_source_or_tunables_are_never_stored_under_the_old_key(monkeypatch):
     from jaxstark import compile_cache as cc
-    from jaxstark.rounds import r4_deep_fri
+    from jaxstark.rounds import r4_fri_layer
 
     cc.program_key("probe", {}, [], None, "cpu", "cpu")
     assert not cc.tunables_changed()
-    monkeypatch.setattr(r4_deep_fri, "SCAN_LAYERS_BELOW", r4_deep_fri.SCAN_LAYERS_BELOW * 2)
+    monkeypatch.setattr(r4_fri_layer, "SCAN_LAYERS_BELOW", r4_fri_layer.SCAN_LAYERS_BELOW * 2)
     assert cc.tunables_changed()  # a trace JAX reuses may hold the old value: used, not kept
     monkeypatch.undo()
     digest, files = cc._SOURCE

@@ -4,7 +4,9 @@ meta-tests that every registered site is reached and every dispatch point is a r
 
 The statement reaches every site: a row-local table with a bus, split into two chunks proven one
 group at a time (so the commitments are computed again), and a range table receiving its
-values -- two tables of 2^3 rows, one FRI layer: cheap to compile for each hash."""
+values -- two tables of 2^3 rows, one FRI layer: cheap to compile for each hash. That layer of 16
+evaluations is dispatched as a large layer of its own (the threshold is lowered for this module),
+so the FRI layer round is reached as well as the final one."""
 
 import os
 import subprocess
@@ -18,6 +20,7 @@ import jaxstark as js
 from jaxstark.examples.machine import RangeTable
 from jaxstark.memory import executor
 from jaxstark.memory.executor import FALLBACK_ENV
+from jaxstark.rounds import r4_fri_layer, registered
 from jaxstark.testing import faults
 from tests.attacks import Bytes  # one column sent to the "range" bus
 
@@ -38,6 +41,13 @@ def config(hash_name: str) -> js.StarkConfig:
 
 def verifies(proof, hash_name: str) -> bool:
     return js.verify([Bytes(), RangeTable(bits=3)], proof.to_bytes(), config=config(hash_name))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_large_fri_layer():
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(r4_fri_layer, "SCAN_LAYERS_BELOW", 8)
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -66,7 +76,7 @@ def test_every_registered_site_is_reached_for_every_hash(reference):
 def test_every_dispatch_point_is_a_registered_site(reference):
     hash_name, _, _ = reference
     plan = js.plan([(air, trace) for air, trace in statement()], config=config(hash_name))
-    names = {r.name for r in plan.rounds}
+    names = {registered(r.name).name for r in plan.rounds}
     assert names == set(faults.ROUNDS)  # every round the schedule dispatches, and no stale site
     staged = {stage for name in names for stage in faults.stages(name, fri_layers=1)}
     assert staged == set(faults.STAGES)  # every stage runs in some round
@@ -120,8 +130,9 @@ def test_one_shot_and_sticky_arming_count_calls_from_arming(monkeypatch):
     faults.reset()
     js.prove(statement(), config=config("blake3"))
     assert faults.counters()["composition"] == (per_proof, 0)  # disarmed on leaving the context
-    # a stage inside a round: the 2nd FRI fold (one layer per unit here) fails its DEEP + FRI round
-    assert faults.counters()["FRI fold"][0] == faults.counters()["DEEP + FRI"][0] == per_proof
+    # a stage inside a round: the 2nd FRI fold (one layer per unit here) fails its FRI layer round
+    assert faults.counters()["FRI fold"][0] == faults.counters()["FRI layer"][0] == per_proof
+    assert faults.counters()["FRI final"][0] == per_proof
     # main and aux trees of 3 units, again for the 2 chunk groups, the parts trees, one FRI layer each
     assert faults.counters()["tree build"][0] == 3 + 2 + 3 + 2 + 3 + 3
     faults.reset()
@@ -145,10 +156,10 @@ def _main_job(env: dict) -> subprocess.CompletedProcess:
 
 
 def test_the_environment_arms_a_subprocess():
-    env = {faults.ENV: "DEEP + FRI@1"}
+    env = {faults.ENV: "DEEP@1"}
     loud = _main_job({**env, FALLBACK_ENV: ""})
     assert loud.returncode == 4, loud.stderr  # the command's exit code for a device failure
-    assert "device failure" in loud.stderr and "at site 'DEEP + FRI'" in loud.stderr
+    assert "device failure" in loud.stderr and "at site 'DEEP'" in loud.stderr
     quiet = _main_job({**env, FALLBACK_ENV: "1"})
     assert quiet.returncode == 0, quiet.stderr
     assert "recomputed on the HOST" in quiet.stderr and "verified   OK" in quiet.stdout

@@ -17,7 +17,8 @@ from jaxstark.hash.interface import HASHES
 from jaxstark.ntt import intt
 from jaxstark.protocol import algebra
 from jaxstark.rounds.r3_ood import OutOfDomain
-from jaxstark.rounds.r4_deep_fri import _fold, deep_combine
+from jaxstark.rounds.r4_deep import deep_combine
+from jaxstark.rounds.r4_fri_layer import _fold
 from jaxstark.transcript import HostTranscript, Transcript
 from tests import attacks
 

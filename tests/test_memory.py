@@ -23,7 +23,7 @@ def fib():
     return EXAMPLES["fibonacci"](5)
 
 
-ROUNDS = ["statement", "trace commit", "fork", "composition", "out-of-domain", "DEEP + FRI", "queries"]
+ROUNDS = ["statement", "trace commit", "fork", "composition", "out-of-domain", "DEEP", "FRI final", "queries"]
 
 
 def test_plan_lists_every_round_term_by_term(fib):

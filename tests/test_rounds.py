@@ -11,16 +11,34 @@ import jaxstark as js
 from jaxstark.examples import Alu, alu_trace
 from jaxstark.protocol.layout import fri_num_layers
 from jaxstark.protocol.statement import public_array
-from jaxstark.rounds import r4_deep_fri
+from jaxstark.rounds import r4_fri_layer
 from jaxstark.rounds.domain import make_domain
 from jaxstark.rounds.r0_statement import fork_table, initial_transcript
 from jaxstark.rounds.r1_aux_commit import aux_commit, logup_challenges
 from jaxstark.rounds.r1_trace_commit import trace_commit
 from jaxstark.rounds.r2_composition import composition
 from jaxstark.rounds.r3_ood import OutOfDomain, out_of_domain
-from jaxstark.rounds.r4_deep_fri import deep_fri
+from jaxstark.rounds.r4_deep import deep
 from jaxstark.rounds.r5_queries import queries
+from jaxstark.schedule import _fri
 from jaxstark.transcript import Transcript
+
+
+class _Direct:
+    """The executor hooks the FRI commit phase uses, calling each round directly."""
+
+    def run(self, table, name, fn, args, static, axes=None, vmap=True):
+        return fn(*args, **static)
+
+    def drop(self, tree):
+        pass
+
+
+def deep_fri(domain, trace_lde, aux_lde, parts_lde, ood, tr, config):
+    """DEEP, then the FRI commit phase as the schedule dispatches it."""
+    f, tr = deep(domain, trace_lde, aux_lde, parts_lde, ood, tr)
+    chex.assert_shape(f, (domain.size, 3))
+    return _fri(_Direct(), 0, f, tr, config, domain, None, None)
 
 
 def test_round_outputs_have_the_documented_shapes():
@@ -62,9 +80,7 @@ def test_round_outputs_have_the_documented_shapes():
         [(3,), (c, 3), (c, 3), (parts, 3), (a, 3), (a, 3)],
     )
 
-    fri, tr = deep_fri(
-        domain, r1.lde, aux.lde, comp.parts_lde, ood, tr, hash_name=cfg.hash, final_degree=cfg.fri_final_degree
-    )
+    fri, tr = deep_fri(domain, r1.lde, aux.lde, comp.parts_lde, ood, tr, cfg)
     layers = fri_num_layers(log_n, cfg.fri_final_degree)
     assert len(fri.leaves) == len(fri.nodes) == layers == 3
     for k in range(layers):
@@ -88,7 +104,7 @@ def test_round_outputs_have_the_documented_shapes():
 def test_deep_column_dot_block_by_block_matches_integers(width):
     """The DEEP combination's sum over columns, taken a block of columns at a time."""
     from jaxstark.field import goldilocks as gl
-    from jaxstark.rounds.r4_deep_fri import _dot_base_ext
+    from jaxstark.rounds.r4_deep import _dot_base_ext
 
     rng = np.random.default_rng(width)
     t = rng.integers(0, gl.P, size=(6, width), dtype=np.uint64)
@@ -115,11 +131,10 @@ def test_scanned_small_fri_layers_equal_unrolled_ones(hash_name, monkeypatch):
     tr = Transcript.new("fri scan test", hash_name)
     layers = fri_num_layers(log_n, 4)
     outs = {}
-    for below in [0, size // 4, r4_deep_fri.SCAN_LAYERS_BELOW]:  # 0, 2 and all 4 layers scanned
-        monkeypatch.setattr(r4_deep_fri, "SCAN_LAYERS_BELOW", below)
-        jax.clear_caches()  # the round's trace reads the threshold
-        outs[below] = deep_fri(domain, trace_lde, None, parts_lde, ood, tr, hash_name=hash_name, final_degree=4)
-    jax.clear_caches()
+    config = js.StarkConfig(blowup=blowup, fri_final_degree=4, hash=hash_name)
+    for below in [0, size // 4, r4_fri_layer.SCAN_LAYERS_BELOW]:  # 0, 2 and all 4 layers scanned
+        monkeypatch.setattr(r4_fri_layer, "SCAN_LAYERS_BELOW", below)
+        outs[below] = deep_fri(domain, trace_lde, None, parts_lde, ood, tr, config)
     (want, want_tr), *others = outs.values()
     assert len(want.leaves) == layers == 4
     for fri, tr_out in others:

@@ -32,7 +32,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceShardin
 from jaxstark import compile_cache, faults, kernels, lde, ntt
 from jaxstark.errors import DeviceFailure
 from jaxstark.progress import RoundEvent
-from jaxstark.rounds import ROUNDS, STATEMENT, TRACE_COMMIT
+from jaxstark.rounds import STATEMENT, TRACE_COMMIT, registered
 from jaxstark.rounds.domain import make_domain
 
 __all__ = [
@@ -623,11 +623,12 @@ class Runner(_Executor):
         The host does not wait for the round unless progress is shown (then its event carries
         the round's own time): the next round is dispatched behind it, and a failure while it
         runs on the device is reported where the host next reads a result (:meth:`host`)."""
-        spec = ROUNDS.get(name)
-        sites = (name,) if spec is None else (name, *spec.stage_sites(spec.fri_layers(args, static)))
+        spec = registered(name)
+        site = name if spec is None else spec.name  # a FRI layer's dispatches are the FRI layer round's
+        sites = (site,) if spec is None else (site, *spec.stage_sites(spec.fri_layers(args, static)))
         fn, static, shardings, _ = self._round(table, fn, args, static, axes, vmap)
         exe = compiled_for(fn, static, args, shardings)  # the planner's (no second compilation)
-        _DISPATCHES[name] = _DISPATCHES.get(name, 0) + 1
+        _DISPATCHES[site] = _DISPATCHES.get(site, 0) + 1
         event = self._event(table, name)
         start = time.perf_counter()
         self.last = (table, name)
@@ -639,7 +640,7 @@ class Runner(_Executor):
             if event is not None:  # progress is being shown: the round's time is its own
                 out = jax.block_until_ready(out)
         except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
-            self._failed(exc, table, name, getattr(exc, "site", name))
+            self._failed(exc, table, name, getattr(exc, "site", site))
             with jax.default_device(jax.local_devices(backend="cpu")[0]):
                 host_args = jax.device_put(jax.device_get(args), jax.local_devices(backend="cpu")[0])
                 out = jax.device_put(jax.block_until_ready(fn(*host_args, **static)), exe.output_shardings)

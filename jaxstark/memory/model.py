@@ -29,17 +29,25 @@ from jaxstark.protocol.layout import fri_num_layers
 from jaxstark.rounds import (
     AUX_COMMIT,
     COMPOSITION,
-    DEEP_FRI,
+    DEEP,
     FORK,
+    FRI_FINAL,
+    FRI_LAYER,
     LOGUP_CHALLENGES,
     OUT_OF_DOMAIN,
     QUERIES,
     STATEMENT,
     TRACE_COMMIT,
+    fri_layer_name,
+    r4_fri_layer,
+    registered,
 )
-from jaxstark.transcript import grind_batch
+from jaxstark.transcript import MAX_LABEL, grind_batch
 
-__all__ = ["ModelRound", "TableModel", "model", "features", "FEATURES", "ROUND_FEATURES", "TEMP_COEFFS", "FIT_QUALITY"]
+__all__ = [
+    "ModelRound", "TableModel", "model", "features", "round_features", "fri_layer_sizes", "FEATURES", "ROUND_FEATURES",
+    "TEMP_COEFFS", "FIT_QUALITY",
+]  # fmt: skip
 
 BIG_LDE_ROWS = 1 << 22  # LDE rows from which the "L*c*big" feature counts (see below)
 
@@ -52,7 +60,8 @@ BIG_LDE_ROWS = 1 << 22  # LDE rows from which the "L*c*big" feature counts (see 
 # of at least BIG_LDE_ROWS rows, 0 below: XLA:GPU's composition temporaries step up there (about
 # 35 bytes per L*c for 30-64 columns at 2^22-2^23 LDE rows, against 9-16 below; on the GPU's fit
 # shapes a step at 2^22 fits better than one at 2^21). No shape wider than 64 columns at 2^22+ LDE
-# rows has been recorded: there the term is an extrapolation, likely on the high side.
+# rows has been recorded: there the term is an extrapolation, likely on the high side. "m" is the
+# evaluations of the FRI layer a round starts from (round_features): every FRI layer is one fit.
 ROUND_FEATURES: dict[str, tuple[str, ...]] = {
     STATEMENT: ("1",),
     TRACE_COMMIT: ("L", "L*logL", "L*c", "n*c", "1"),
@@ -61,11 +70,13 @@ ROUND_FEATURES: dict[str, tuple[str, ...]] = {
     FORK: ("1",),
     COMPOSITION: ("L", "L*c", "L*c*P", "L*c*big", "L*a", "L*P", "n*P", "1"),
     OUT_OF_DOMAIN: ("n", "n*c", "n*cu", "n*a", "n*P", "1"),
-    DEEP_FRI: ("L", "L*logL", "L*c", "L*cu", "L*a", "L*P", "1"),
+    DEEP: ("L", "L*c", "L*cu", "L*a", "L*P", "1"),
+    FRI_LAYER: ("m", "1"),
+    FRI_FINAL: ("m", "1"),
     QUERIES: ("L", "grind", "1"),
 }
 FEATURES = ("n", "L", "L*logL", "L*c", "L*c*P", "L*a", "L*P", "n*c", "n*a", "n*P", "L*cu", "n*cu", "L*c*big",
-            "grind", "1")  # fmt: skip
+            "grind", "m", "1")  # fmt: skip
 
 # Per backend, per round: the temporaries as the largest of one or two linear forms (bytes per
 # unit of each feature), fitted by ``python benchmarks/fit_memory_model.py fit`` on that
@@ -116,8 +127,26 @@ def features(log_n: int, blowup: int, c: int, a: int, parts: int, grinding_bits:
         "n": n, "L": size, "L*logL": size * (log_n + blowup.bit_length() - 1), "L*c": size * c,
         "L*c*P": size * c * parts, "L*a": size * a, "L*P": size * parts, "n*c": n * c, "n*a": n * a,
         "n*P": n * parts, "L*cu": size * cu, "n*cu": n * cu, "L*c*big": size * c * (size >= BIG_LDE_ROWS),
-        "grind": grind_batch(grinding_bits) if grinding_bits else 0, "1": 1,
+        "grind": grind_batch(grinding_bits) if grinding_bits else 0, "m": 0, "1": 1,
     }  # fmt: skip
+
+
+def fri_layer_sizes(log_n: int, blowup: int, final_degree: int) -> tuple[list[int], int, int]:
+    """The FRI commit phase of a table as the schedule cuts it: the evaluations of each layer
+    dispatched on its own, then those the final round starts from and its number of small layers."""
+    size, layers = blowup << log_n, fri_num_layers(log_n, final_degree)
+    big = [size >> k for k in range(layers) if size >> k > r4_fri_layer.SCAN_LAYERS_BELOW]
+    return big, size >> len(big), layers - len(big)
+
+
+def round_features(name: str, feats: dict[str, int], log_n: int, blowup: int, final_degree: int) -> dict[str, int]:
+    """The features of round ``name`` (as planned: ``"FRI layer 3"``) of a table with features
+    ``feats``: those, with ``m`` set for a FRI round (its first layer's evaluations)."""
+    spec = registered(name)
+    if spec is None or spec.name not in (FRI_LAYER, FRI_FINAL):
+        return feats
+    big, start, _ = fri_layer_sizes(log_n, blowup, final_degree)
+    return {**feats, "m": start if spec.name == FRI_FINAL else big[int(name.rsplit(" ", 1)[1])]}
 
 
 Terms = tuple[tuple[str, int], ...]
@@ -284,7 +313,9 @@ def model(
     feats = features(log_n, config.blowup, c, a, p, config.grinding_bits)
 
     def temps(name: str) -> int:
-        return g * round(max((sum(x * feats[f] for f, x in form.items()) for form in coeffs.get(name, ())), default=0))
+        f = round_features(name, feats, log_n, config.blowup, config.fri_final_degree)
+        forms = coeffs.get(registered(name).name, ())
+        return g * round(max((sum(x * f[k] for k, x in form.items()) for form in forms), default=0))
 
     def buf(name: str, nbytes: int, leaves: int = 1) -> _Buf:  # a chunk's buffer, for each chunk of the group
         return _Buf(name, g * nbytes, leaves)
@@ -301,8 +332,11 @@ def model(
     ood = [buf("out-of-domain values", 24 * (1 + 2 * c + p + 2 * a), leaves=6)]
     layers = fri_num_layers(log_n, config.fri_final_degree)
     heights = [size >> (j + 1) for j in range(layers)]
-    fri = [buf("FRI leaves", 48 * sum(heights), layers), buf("FRI trees", 64 * sum(heights), layers),
-           buf("FRI final + flag", 24 * (n >> layers) + 1, 2)]  # fmt: skip
+    big, start, small = fri_layer_sizes(log_n, config.blowup, config.fri_final_degree)
+    small_h = sum(start >> (j + 1) for j in range(small))
+    last = [buf("FRI small layers' leaves", 48 * small_h, small), buf("FRI small layers' trees", 64 * small_h, small),
+            buf("FRI final + flag", 24 * (n >> layers) + 1, 2)]  # fmt: skip
+    label = 2 * (1 + MAX_LABEL)  # a layer's two encoded labels (FriStep)
     path = 32 * q * log_size
     opened = 8 + 4 * q + 8 * q * c + path + 24 * q * a + (path if a else 0) + 24 * q * p + path
     opened += sum(48 * q + 32 * q * (h.bit_length() - 1) for h in heights)
@@ -332,6 +366,18 @@ def model(
     logup = [challenges, aux[3]] if a else []
     step(COMPOSITION, [domain, main[0], *aux[:1], *logup, public], comp)
     step(OUT_OF_DOMAIN, [main[1], *aux[1:2], comp[0]], ood)
-    step(DEEP_FRI, [domain, main[0], *aux[:1], comp[1], *ood], fri)
+    f = buf("DEEP values", 24 * size)
+    step(DEEP, [domain, main[0], *aux[:1], comp[1], *ood], [f])
+    fri = []
+    for k, m in enumerate(big):
+        layer = [buf(f"FRI layer {k} leaves", 24 * m), buf(f"FRI layer {k} tree", 32 * m)]
+        folded = buf(f"FRI layer {k} folded", 12 * m)
+        step(fri_layer_name(k), [f, _Buf("FRI step", label + 8, 2)], [*layer, folded])
+        held.remove(f)
+        fri += layer
+        f = folded
+    step(FRI_FINAL, [f, _Buf("FRI steps", (label + 8) * small, 2), _Buf("final coset offset", 8)], last)
+    held.remove(f)
+    fri += last
     step(QUERIES, [*main, *aux, *comp, *fri], [buf("openings", opened, 8 + 2 * layers)])
     return TableModel(log_n, c, a, p, config.blowup, backend, tuple(rounds), rows_log2 - log_n, g)

@@ -1,5 +1,6 @@
 """Proving rounds, one module per round (numbering as in docs/design.md): trace commit (main, then
-aux), composition, out-of-domain evaluation, DEEP + FRI, queries. Each round is a jitted pure
+aux), composition, out-of-domain evaluation, DEEP, each large FRI layer, FRI's small layers and
+final polynomial, queries. Each round is a jitted pure
 function from PyTree to PyTree, so the memory planner can lower and compile it on abstract
 shapes; each is jitted with ``keep_unused=True``, so XLA's argument figure counts every buffer
 the round is handed (the planner checks this).
@@ -8,7 +9,8 @@ The registry: every step the prover dispatches (:func:`jaxstark.schedule.schedul
 :class:`Round` in :data:`ROUNDS`, under the name that plans, progress events, diagnostics and
 fault sites use (:data:`STATEMENT`, :data:`TRACE_COMMIT`, ...), with the jitted function, its
 static arguments, what it returns for later rounds, and the stages its executable runs
-(:data:`STAGES`).
+(:data:`STAGES`). A FRI layer is dispatched under its layer's name (:func:`fri_layer_name`,
+``"FRI layer 3"``), which :func:`registered` maps to the one :data:`FRI_LAYER` round.
 """
 
 from __future__ import annotations
@@ -17,19 +19,20 @@ import dataclasses
 from collections.abc import Callable
 
 from jaxstark.config import StarkConfig
-from jaxstark.protocol.layout import fri_num_layers
 from jaxstark.rounds.r0_statement import fork_table, initial_transcript
 from jaxstark.rounds.r1_aux_commit import AuxCommitment, aux_commit, aux_commit_group, logup_challenges
 from jaxstark.rounds.r1_trace_commit import TraceCommitment, trace_commit, trace_commit_group
 from jaxstark.rounds.r2_composition import Composition, composition
 from jaxstark.rounds.r3_ood import OutOfDomain, out_of_domain
-from jaxstark.rounds.r4_deep_fri import FriCommitment, deep_fri
+from jaxstark.rounds.r4_deep import deep
+from jaxstark.rounds.r4_fri_final import FriCommitment, FriFinal, fri_final
+from jaxstark.rounds.r4_fri_layer import FriLayer, fri_layer
 from jaxstark.rounds.r5_queries import Openings, queries
 
 __all__ = [
     "Round", "ROUNDS", "STAGES", "CONFIG_STATICS", "STATEMENT", "TRACE_COMMIT", "TRACE_COMMIT_AGAIN",
-    "LOGUP_CHALLENGES", "AUX_COMMIT", "AUX_COMMIT_AGAIN", "FORK", "COMPOSITION", "OUT_OF_DOMAIN", "DEEP_FRI",
-    "QUERIES",
+    "LOGUP_CHALLENGES", "AUX_COMMIT", "AUX_COMMIT_AGAIN", "FORK", "COMPOSITION", "OUT_OF_DOMAIN", "DEEP", "FRI_LAYER",
+    "FRI_FINAL", "QUERIES", "FriCommitment", "fri_layer_name", "registered",
 ]  # fmt: skip
 
 STATEMENT = "statement"
@@ -41,7 +44,9 @@ AUX_COMMIT_AGAIN = "aux commit again"
 FORK = "fork"
 COMPOSITION = "composition"
 OUT_OF_DOMAIN = "out-of-domain"
-DEEP_FRI = "DEEP + FRI"
+DEEP = "DEEP"
+FRI_LAYER = "FRI layer"
+FRI_FINAL = "FRI final"
 QUERIES = "queries"
 
 # the stages inside the rounds' executables (one call per stage a dispatch runs)
@@ -49,7 +54,6 @@ STAGES: dict[str, str] = {
     "LDE": "a coset low-degree extension: the main and aux traces, the composition parts",
     "tree build": "a Merkle tree: main, aux, composition parts, each FRI layer",
     "aux build": "the LogUp aux columns from the trace and the challenges",
-    "DEEP": "the DEEP sum over the LDE",
     "FRI fold": "one FRI fold (a call per layer)",
     "grinding": "the proof-of-work search",
     "query gather": "the opened rows and their Merkle paths",
@@ -58,7 +62,6 @@ STAGES: dict[str, str] = {
 # a round's static argument -> the StarkConfig field it is read from
 CONFIG_STATICS: dict[str, str] = {
     "hash_name": "hash",
-    "final_degree": "fri_final_degree",
     "grinding_bits": "grinding_bits",
     "num_queries": "num_queries",
 }
@@ -101,7 +104,7 @@ class Round:
         return out
 
     def fri_layers(self, args: tuple, static: dict) -> int:
-        """The FRI layers a dispatch with these arguments and statics runs (0 outside DEEP + FRI)."""
+        """The FRI layers a dispatch with these arguments and statics runs (0 outside FRI final)."""
         return 0 if self.layers is None else self.layers(args, static)
 
     def stage_sites(self, fri_layers: int = 0) -> tuple[str, ...]:
@@ -113,8 +116,22 @@ def _fields(module_type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(module_type))
 
 
-def _deep_fri_layers(args: tuple, static: dict) -> int:
-    return fri_num_layers(args[0].log_n, static["final_degree"])  # args[0]: the Domain
+def _small_layers(args: tuple, static: dict) -> int:
+    return args[2].s_inv.shape[-1]  # args[2]: the small layers' FriStep (a group axis first, under vmap)
+
+
+def fri_layer_name(k: int) -> str:
+    """The name FRI layer ``k`` of a unit is dispatched, planned and reported under."""
+    return f"{FRI_LAYER} {k}"
+
+
+def registered(name: str) -> Round | None:
+    """The round a dispatch named ``name`` is (:data:`ROUNDS`; a FRI layer's name, such as
+    ``"FRI layer 3"``, is the :data:`FRI_LAYER` round); None for a name of no round."""
+    r = ROUNDS.get(name)
+    if r is None and name.startswith(FRI_LAYER + " ") and name[len(FRI_LAYER) + 1 :].isdigit():
+        r = ROUNDS[FRI_LAYER]
+    return r
 
 
 _COMMIT_STAGES = ("LDE", "tree build")
@@ -140,9 +157,12 @@ ROUNDS: dict[str, Round] = {
               "the constraints over the LDE, the composition parts and their tree", _COMMIT_STAGES),
         Round(OUT_OF_DOMAIN, out_of_domain, ("log_n",), _fields(OutOfDomain),
               "every polynomial evaluated at the out-of-domain point"),
-        Round(DEEP_FRI, deep_fri, ("hash_name", "final_degree"), _fields(FriCommitment),
-              "the DEEP sum over the LDE, each FRI fold and its tree, the final polynomial", ("DEEP",),
-              ("FRI fold", "tree build"), _deep_fri_layers),
+        Round(DEEP, deep, (), ("values",), "the DEEP sum over the LDE: FRI's first layer"),
+        Round(FRI_LAYER, fri_layer, ("hash_name",), _fields(FriLayer),
+              "one large FRI layer: its tree, and its fold", ("tree build", "FRI fold")),
+        Round(FRI_FINAL, fri_final, ("hash_name", "degree"), _fields(FriFinal),
+              "FRI's small layers (each a tree and a fold) and the final polynomial", (),
+              ("tree build", "FRI fold"), _small_layers),
         Round(QUERIES, queries, ("grinding_bits", "num_queries", "log_size"), _fields(Openings),
               "grinding, query indices, the opened rows and their Merkle paths", ("grinding", "query gather")),
     )

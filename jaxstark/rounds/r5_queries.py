@@ -24,7 +24,7 @@ from jaxstark.protocol import fiat_shamir as fs
 from jaxstark.rounds.r1_aux_commit import AuxCommitment
 from jaxstark.rounds.r1_trace_commit import TraceCommitment
 from jaxstark.rounds.r2_composition import Composition
-from jaxstark.rounds.r4_deep_fri import FriCommitment
+from jaxstark.rounds.r4_fri_final import FriCommitment
 from jaxstark.transcript import Transcript
 
 __all__ = ["Openings", "queries"]

@@ -59,7 +59,9 @@ from jaxstark.rounds.r1_aux_commit import aux_commit, logup_challenges
 from jaxstark.rounds.r1_trace_commit import trace_commit
 from jaxstark.rounds.r2_composition import composition
 from jaxstark.rounds.r3_ood import OutOfDomain
-from jaxstark.rounds.r4_deep_fri import FriCommitment, _fold, _s_inv, _w_inv, deep_combine
+from jaxstark.rounds.r4_deep import deep_combine
+from jaxstark.rounds.r4_fri_final import FriCommitment
+from jaxstark.rounds.r4_fri_layer import _fold, _s_inv, _w_inv
 from jaxstark.rounds.r5_queries import queries
 from jaxstark.schedule import _table_proof
 

@@ -1,0 +1,88 @@
+"""Round 4a: DEEP composition.
+
+With one extension challenge ``gamma`` and its powers ``g_k``,
+
+    D(x) = [sum_i g_i (T_i(x) - T_i(z)) + sum_j g_(2c+j) (H_j(x) - H_j(z))
+            + sum_k g_(2c+P+k) (A_k(x) - A_k(z))] / (x - z)
+         + [sum_i g_(c+i) (T_i(x) - T_i(z w)) + sum_k g_(2c+P+a+k) (A_k(x) - A_k(z w))] / (x - z w)
+
+(``T`` the ``c`` main columns, ``H`` the ``P`` composition parts, ``A`` the ``a`` aux columns)
+
+evaluated on the LDE (one batch inversion each for ``x - z`` and ``x - z w``). D has degree < n
+when every claimed OOD value is right. Its evaluations are FRI's first layer
+(:mod:`jaxstark.rounds.r4_fri_layer`).
+
+Keeps: D on the LDE coset (natural order). Drops: the extension inverses.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jaxtyping import Array, UInt64
+
+from jaxstark.field import extension as fext
+from jaxstark.field import goldilocks as gl
+from jaxstark.field.val import Val
+from jaxstark.poly import sum_column_blocks
+from jaxstark.protocol import fiat_shamir as fs
+from jaxstark.protocol.algebra import deep_numerators, deep_value
+from jaxstark.protocol.layout import num_deep_terms
+from jaxstark.rounds.domain import Domain
+from jaxstark.rounds.r3_ood import OutOfDomain
+from jaxstark.transcript import Transcript
+
+__all__ = ["deep", "deep_combine"]
+
+
+def _dot_base_ext(t: Array, g: Array) -> Array:
+    """sum_i t[..., i] * g[i] for base t (..., c) and extension g (c, 3) -> (..., 3), reduced a
+    block of columns at a time (:func:`~jaxstark.poly.sum_column_blocks`), so at most a block's
+    products are ever materialised, whatever the width."""
+
+    def partial(start, size):
+        tb = lax.dynamic_slice_in_dim(t, start, size, axis=t.ndim - 1)
+        gb = lax.dynamic_slice_in_dim(g, start, size, axis=0)
+        return jnp.stack([gl._sum(gl._mul(tb, gb[:, k]), -1) for k in range(3)], axis=-1)
+
+    return sum_column_blocks(partial, t.shape[-1])
+
+
+def _dot_ext_ext(h: Array, g: Array) -> Array:
+    """sum_j h[..., j, :] * g[j] for extension h (..., P, 3) and g (P, 3) -> (..., 3)."""
+    return gl._sum(fext._mul(h, g), -2)
+
+
+def deep_combine(xs, trace_rows, aux_rows, parts_rows, ood: OutOfDomain, g_pows, zg):
+    """D at points ``xs`` (base, (q,)) from trace rows (q, c), aux rows (q, a, 3) and part rows
+    (q, P, 3) (:func:`~jaxstark.protocol.algebra.deep_numerators`, :func:`~jaxstark.protocol.algebra.deep_value`),
+    over the whole LDE."""
+    num_z, num_zg = deep_numerators(
+        lambda t, g: Val(_dot_base_ext(t, g), True), lambda h, g: Val(_dot_ext_ext(h, g), True),
+        trace_rows, parts_rows, aux_rows, ood, g_pows,
+    )  # fmt: skip
+    inverse = lambda d: Val(fext._batch_inv(d.v), True)  # noqa: E731
+    return deep_value(Val(xs), Val(ood.z, True), Val(zg, True), num_z, num_zg, inverse).v
+
+
+@functools.partial(jax.jit, keep_unused=True)
+def deep(
+    domain: Domain,
+    trace_lde: UInt64[Array, " L c"],
+    aux_lde: UInt64[Array, " L a3"] | None,
+    parts_lde: UInt64[Array, " L P 3"],
+    ood: OutOfDomain,
+    tr: Transcript,
+) -> tuple[UInt64[Array, " L 3"], Transcript]:
+    """``gamma`` drawn, and D on the LDE coset."""
+    c, parts = trace_lde.shape[1], parts_lde.shape[1]
+    size = trace_lde.shape[0]
+    aux_rows = jnp.zeros((size, 0, 3), jnp.uint64) if aux_lde is None else aux_lde.reshape(size, -1, 3)
+    tr, gamma = fs.deep_gamma(tr)
+    g_pows = fext._powers(gamma, num_deep_terms(c, parts, aux_rows.shape[1]))
+    zg = fext._mul_base(ood.z, np.uint64(gl.root_of_unity(domain.log_n)))
+    return deep_combine(domain.points(), trace_lde, aux_rows, parts_lde, ood, g_pows, zg), tr

@@ -1,0 +1,101 @@
+"""Round 4b: one layer of the FRI commit phase (binary folding).
+
+Layer ``k`` holds ``f`` on the coset ``s^(2^k) <w_m>`` (natural order, ``m = L / 2^k``); its
+Merkle leaves are the pairs ``(f[t], f[t + m/2])`` for ``t < m/2`` (6 base elements each), and
+after absorbing its root a challenge ``beta_k`` folds it:
+
+    f'[t] = (f[t] + f[t + m/2]) / 2 + beta_k (f[t] - f[t + m/2]) / (2 x_t),  x_t = s^(2^k) w_m^t.
+
+Each layer of more than :data:`SCAN_LAYERS_BELOW` evaluations is a dispatch of its own (the
+smaller ones and the final polynomial are :mod:`jaxstark.rounds.r4_fri_final`). What tells one
+layer from another -- its two transcript labels and ``1 / s^(2^k)`` -- is an argument
+(:class:`FriStep`), not part of the program: the program depends only on ``m`` and the hash, so
+one executable serves the layer of that size of every table, height and proof.
+
+Keeps: the layer's leaves and tree (openings) and the folded values (the next layer).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, UInt8, UInt64
+
+from jaxstark.field import goldilocks as gl
+from jaxstark.field.val import Val
+from jaxstark.merkle import _build
+from jaxstark.protocol import fiat_shamir as fs
+from jaxstark.protocol.algebra import fold_pair
+from jaxstark.transcript import Transcript, encode_label
+
+__all__ = ["FriLayer", "FriStep", "fri_layer", "fri_step", "SCAN_LAYERS_BELOW"]
+
+SCAN_LAYERS_BELOW = 1 << 10  # FRI layers of at most this many evaluations share one scanned step
+
+
+class FriStep(eqx.Module):
+    """What a layer's program reads about which layer it is (a leading axis: several layers):
+    its root's and its challenge's labels (:func:`~jaxstark.transcript.encode_label` of
+    :func:`~jaxstark.protocol.fiat_shamir.fri_labels`) and ``1 / s^(2^k)``."""
+
+    labels: UInt8[Array, "*k 2 23"]
+    s_inv: UInt64[Array, "*k"]
+
+
+class FriLayer(eqx.Module):
+    leaves: UInt64[Array, " h 6"]
+    nodes: UInt8[Array, " two_h 32"]
+    folded: UInt64[Array, " h 3"]
+
+
+def fri_step(offset: int, ks) -> FriStep:
+    """Layer ``ks``'s :class:`FriStep` (an int), or layers ``ks``' stacked (a sequence), on the host."""
+    one = lambda k: (np.stack([encode_label(x) for x in fs.fri_labels(k)]), _s_inv(offset, k))  # noqa: E731
+    if isinstance(ks, int):
+        labels, s_inv = one(ks)
+        return FriStep(labels, np.asarray(s_inv))
+    pairs = [one(k) for k in ks]
+    return FriStep(np.zeros((0, 2, 23), np.uint8) if not pairs else np.stack([p[0] for p in pairs]),
+                   np.array([p[1] for p in pairs], np.uint64))  # fmt: skip
+
+
+def _w_inv(m: int) -> np.uint64:
+    """1 / w_m, the inverse of the size-``m`` root of unity."""
+    return np.uint64(pow(gl.root_of_unity(m.bit_length() - 1), gl.P - 2, gl.P))
+
+
+def _s_inv(offset: int, k: int) -> np.uint64:
+    """1 / s^(2^k): the inverse of layer ``k``'s coset offset."""
+    return np.uint64(pow(pow(offset, 1 << k, gl.P), gl.P - 2, gl.P))
+
+
+def _fold(a: Array, b: Array, x_inv: Array, beta: Array) -> Array:
+    """:func:`~jaxstark.protocol.algebra.fold_pair` on arrays."""
+    return fold_pair(Val(a, True), Val(b, True), Val(x_inv), Val(beta, True)).v
+
+
+def _commit_and_fold(tr: Transcript, first, second, root_node, labels, w_inv, s_inv, hash_name: str):
+    """One FRI layer: leaves ``(first[t], second[t])``, their tree (root at ``root_node``),
+    absorb the root, draw ``beta``, fold. Returns the transcript, leaves, tree and folded values."""
+    leaf = jnp.concatenate([first, second], axis=-1)  # (h, 6)
+    tree = _build(leaf, hash_name)
+    tr, beta = fs.fri_layer(tr, labels, tree[root_node])
+    x_inv = gl._mul(gl._powers(jnp.asarray(w_inv), first.shape[0]), s_inv)
+    return tr, leaf, tree, _fold(first, second, x_inv, beta)
+
+
+@functools.partial(jax.jit, static_argnames=("hash_name", "names"), keep_unused=True)
+def fri_layer(
+    f: UInt64[Array, " m 3"], tr: Transcript, step: FriStep, *, hash_name: str, names: tuple[str, str] | None = None
+) -> tuple[FriLayer, Transcript]:
+    """Commit to ``f`` (one layer) and fold it. ``names``: the layer's labels as strings, for an
+    annotated transcript (which logs them by name); otherwise ``step.labels`` are used."""
+    m = f.shape[0]
+    labels = names if names is not None else (step.labels[0], step.labels[1])
+    tr, leaf, tree, folded = _commit_and_fold(tr, f[: m // 2], f[m // 2 :], 1, labels, _w_inv(m), step.s_inv,
+                                              hash_name)  # fmt: skip
+    return FriLayer(leaf, tree, folded), tr
