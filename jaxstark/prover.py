@@ -99,11 +99,13 @@ def _tables(air_or_tables, trace, public_inputs) -> list[tuple[AIR, object, tupl
     return out
 
 
-def _checked(i: int, air: AIR, trace, public_inputs, config: StarkConfig):
+def _checked(i: int, air: AIR, trace, public_inputs, config: StarkConfig, debug: bool):
     """Validate one table on the host (a numpy trace stays on the host until its device is
-    planned); return (trace array, log_n, public array)."""
+    planned); return (trace array, log_n, public array). That its values are below p is checked
+    on the host only with ``debug`` (whose checks read them); otherwise the trace commit checks
+    it on the device (:func:`jaxstark.schedule.schedule`)."""
     where = f"prove: table {i} ({air.name})"
-    trace = field_array(trace, f"{where} trace", keep_host=True)
+    trace = field_array(trace, f"{where} trace", keep_host=True, values=debug)
     if trace.ndim != 2 or trace.shape[1] != air.width:
         raise ShapeError(f"{where}: trace must have shape (rows, {air.width}), got {tuple(trace.shape)}")
     log_n = log2_exact(trace.shape[0], f"{where}: trace rows")
@@ -145,7 +147,7 @@ def prove(
     if progress is not None and not callable(progress):
         raise TypeError(f"prove: progress must be a callable taking a RoundEvent, got {type(progress).__name__}")
     tables = _tables(air, trace, public_inputs)
-    checked = [_checked(i, a, t, p, config) for i, (a, t, p) in enumerate(tables)]
+    checked = [_checked(i, a, t, p, config, debug) for i, (a, t, p) in enumerate(tables)]
     airs = tuple(a for a, _, _ in tables)
     check_bus_arity(airs)
     if debug:

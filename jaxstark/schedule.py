@@ -19,7 +19,8 @@ import numpy as np
 from jaxstark.air import AIR
 from jaxstark.chunking import chunk_log, units
 from jaxstark.config import StarkConfig
-from jaxstark.errors import AirViolation, ShapeError
+from jaxstark.errors import AirViolation, NonCanonicalError, ShapeError
+from jaxstark.field._check import P
 from jaxstark.logup import bus_layout
 from jaxstark.proof import TableProof
 from jaxstark.protocol.layout import fri_num_layers
@@ -114,11 +115,12 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
                 ex.hold(f"table {u.table}: domain tables (all chunks)", shared[u.table], i, until_end=True)
             domains.append(shared[u.table])
     tr = _run(ex, None, STATEMENT, (table_publics,), config, **statement)
-    mains = []
+    mains, bads = [], []
     for i, u in enumerate(us):
         r1, tr = _run(ex, i, TRACE_COMMIT, (traces[i], domains[i], tr), config, _spread(u, 3), group=u.split)
+        bads.append(r1.bad)  # the field check, read with the unit's first results on the host
         if again[i]:
-            ex.drop(r1)
+            ex.drop((r1.lde, r1.coeffs, r1.nodes))
             r1 = None
         mains.append(r1)
     auxes, challenges, sums_of = [None] * n, None, {}
@@ -128,13 +130,15 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
             if a.num_aux_columns:
                 args = (traces[i], domains[i], challenges, tr)
                 auxes[i], tr = _run(ex, i, AUX_COMMIT, args, config, _spread(u, 4), group=u.split, air=a)
-                if ex.concrete and bool(np.any(ex.host(auxes[i].degenerate))):
-                    raise AirViolation(
-                        f"{a.name}: a LogUp fingerprint is zero (the challenges hit a tuple of the trace; probability "
-                        "about n / p^3); change the trace and prove again"
-                    )
                 if ex.concrete:
-                    sums_of[i] = np.asarray(ex.host(auxes[i].sums)).reshape(-1, len(bus_layout(a)), 3)
+                    degenerate, sums, bad = ex.host((auxes[i].degenerate, auxes[i].sums, bads[i]))
+                    _check_canonical(a, u, bad)
+                    if bool(np.any(degenerate)):
+                        raise AirViolation(
+                            f"{a.name}: a LogUp fingerprint is zero (the challenges hit a tuple of the trace; "
+                            "probability about n / p^3); change the trace and prove again"
+                        )
+                    sums_of[i] = np.asarray(sums).reshape(-1, len(bus_layout(a)), 3)
                 if again[i]:
                     ex.drop(auxes[i])
                     auxes[i] = None
@@ -217,7 +221,7 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
     root = (lambda nodes: nodes[:, 1]) if unit.split else (lambda nodes: nodes[1])  # noqa: E731
     # everything the proof needs from the device, in one transfer (the rounds are not waited for
     # one by one: this is where the host first waits for the unit's results)
-    fields, excess = ex.host((
+    fields, excess, bad = ex.host((
         dict(
             trace_root=root(r1.nodes), parts_root=root(comp.nodes), fri_roots=[root(nodes) for nodes in fri.nodes],
             trace_z=ood.trace_z, trace_zg=ood.trace_zg, aux_z=ood.aux_z, aux_zg=ood.aux_zg, parts_z=ood.parts_z,
@@ -227,7 +231,9 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
             aux_root=None if aux is None else root(aux.nodes), bus_sums=None if aux is None else aux.sums,
         ),
         comp.excess,
+        r1.bad,
     ))  # fmt: skip
+    _check_canonical(air, unit, bad)
     if bool(np.any(excess)):
         message = (
             f"{air.name}: the composition polynomial is not of degree < {air.composition_parts} * n: the trace does "
@@ -240,6 +246,25 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
     if not unit.split:
         return [_table_proof(air, domain.log_n, fields)]
     return [_table_proof(air, domain.log_n, jax.tree.map(lambda x, j=j: x[j], fields)) for j in range(unit.count)]
+
+
+def _check_canonical(air, unit, bad) -> None:
+    """Raise :class:`~jaxstark.errors.NonCanonicalError` naming the first trace value ``>= p`` of
+    ``unit`` (a table, or a group of row chunks: rows counted in the whole table), from its trace
+    commit's :func:`~jaxstark.rounds.r1_trace_commit.field_check` read on the host."""
+    bad = np.asarray(bad, np.uint64).reshape(-1, 3)  # a row per chunk of the unit
+    total = int(bad[:, 1].sum())
+    if not total:
+        return
+    j = int(np.argmax(bad[:, 1] > 0))
+    first, value = int(bad[j, 0]), int(bad[j, 2])
+    row, col = unit.rows.start + (j << unit.log_rows) + first // air.width, first % air.width
+    rows = f" of rows {unit.rows.start}-{unit.rows.stop - 1}" if unit.split else ""
+    raise NonCanonicalError(
+        f"prove: table {unit.table} ({air.name}) trace: {total} value(s){rows} are >= p = {P} (first at index "
+        f"({row}, {col}): {value}); field inputs must be canonical (use goldilocks.canonicalize for arbitrary "
+        "uint64 values)"
+    )
 
 
 def _fri(ex, i, f, tr, config: StarkConfig, domain, layer_axes, final_axes):

@@ -83,6 +83,16 @@ def test_the_proof_does_not_depend_on_the_group_size(alu14, chunked, in_groups_o
     assert dispatched == {"trace commit": 4, "trace commit again": 4, "queries": 4}
 
 
+def test_a_value_at_or_above_p_is_named_by_its_row_in_the_whole_table(alu14, in_groups_of_4):
+    """Checked on the device by each group's trace commit (the programs of the fixture's proof)."""
+    air, trace, public = alu14
+    bad = trace.copy()
+    bad[5000, 3] = js.gl.P + 1
+    match = r"table 0 \(Alu\) trace: 1 value\(s\) of rows 4096-8191 are >= p = \d+ \(first at index \(5000, 3\)"
+    with pytest.raises(js.NonCanonicalError, match=match):
+        js.prove(air, bad, public, cfg(max_chunk_rows_log2=10, chunk_group=4))
+
+
 def test_the_plan_lists_every_group_and_holds_one_group_at_a_time(alu14, in_groups_of_4):
     air, trace, public = alu14
     plan = js.plan(air, 14, cfg(max_chunk_rows_log2=10, chunk_group=4))  # executables from the proof above

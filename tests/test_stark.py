@@ -4,6 +4,7 @@ import dataclasses
 
 import chex
 import equinox as eqx
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -166,6 +167,20 @@ def test_bad_prover_inputs_are_named():
 
     with pytest.raises(ValueError, match="blowup 2 supports at most degree 3"):
         js.prove(Quartic(), trace[:, :1], (), js.StarkConfig(blowup=2, num_queries=4))
+
+
+@pytest.mark.parametrize("where", ["host", "device", "debug"])
+def test_trace_values_at_or_above_p_are_named_by_row_and_column(where):
+    """The trace commit checks the values on the device (a numpy or a device trace); with
+    ``debug`` they are checked on the host before anything runs. Either way the error names the
+    table, the count and the first bad value by row and column."""
+    air, trace, public = EXAMPLES["fibonacci"](3)
+    bad = np.asarray(trace).copy()
+    bad[5, 1], bad[6, 0] = js.gl.P, np.uint64(2**64 - 1)
+    given = jnp.asarray(bad) if where == "device" else bad
+    match = r"table 0 \(Fibonacci\) trace: 2 value\(s\) are >= p = \d+ \(first at index \(5, 1\): \d+\)"
+    with pytest.raises(js.NonCanonicalError, match=match):
+        js.prove(air, given, public, small_config(), debug=where == "debug")
 
 
 def test_config_validation_and_security_report():

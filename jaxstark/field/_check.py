@@ -43,13 +43,14 @@ def _first_bad(values: np.ndarray) -> str:
     return f"first at index {tuple(int(i) for i in where)}: {int(flat[idx])}"
 
 
-def field_array(x: Any, name: str, *, ext: bool = False, keep_host: bool = False) -> Any:
+def field_array(x: Any, name: str, *, ext: bool = False, keep_host: bool = False, values: bool = True) -> Any:
     """Return ``x`` as a uint64 array of canonical Goldilocks elements, or raise.
 
     Accepts Python ints in ``[0, p)``, numpy and JAX ``uint64`` arrays, and tracers (checked
     for dtype and shape only). ``ext=True`` additionally requires a trailing axis of size 3.
     ``keep_host=True`` returns host (numpy) input as a numpy array instead of moving it to the
-    default device.
+    default device. ``values=False`` checks the dtype and shape only: the caller checks that
+    the values are below p itself (the prover, on the device, in its first round).
     """
     require_x64()
     if isinstance(x, bool):
@@ -77,6 +78,8 @@ def field_array(x: Any, name: str, *, ext: bool = False, keep_host: bool = False
         raise ShapeError(f"{name}: cubic-extension elements need a trailing axis of size 3, got shape {tuple(x.shape)}")
     if _is_tracer(x):
         return x
+    if not values:
+        return x if isinstance(x, jax.Array) else np.asarray(x) if keep_host else jnp.asarray(x)
     if isinstance(x, jax.Array):
         if bool(jnp.any(x >= _P_U64)):
             host = np.asarray(x)

@@ -324,7 +324,8 @@ def model(
     others = _Buf("trace of the other chunks (caller's)", 8 * ((1 << rows_log2) - g * n) * c)
     domain = _Buf("domain tables", 8 * (n + 2 * size + 2))
     public = _Buf("public inputs", 8 * k)
-    main = [buf("main LDE", 8 * size * c), buf("main coefficients", 8 * n * c), buf("main tree", 64 * size)]
+    main = [buf("main LDE", 8 * size * c), buf("main coefficients", 8 * n * c), buf("main tree", 64 * size),
+            buf("field check", 24)]  # fmt: skip
     aux = [buf("aux LDE", 24 * size * a), buf("aux coefficients", 24 * n * a), buf("aux tree", 64 * size),
            buf("bus sums", 24 * buses), buf("degenerate flag", 1)] if a else []  # fmt: skip
     comp = [buf("parts coefficients", 24 * n * p), buf("parts LDE", 24 * size * p), buf("parts tree", 64 * size),
