@@ -94,10 +94,10 @@ def record_one(shape: tuple[int, ...]) -> dict:
     return dict(shape=list(shape), rounds=rounds, plan_s=round(time.perf_counter() - t, 1))
 
 
-def record(grid: str, jobs: int, out: Path) -> None:
+def record(grid: str, jobs: int, out: Path, only: str | None = None) -> None:
     import jax
 
-    shapes = [(s, kind) for kind in ("fit", "check") for s in GRIDS[grid][kind]]
+    shapes = [(s, kind) for kind in ("fit", "check") if only in (None, kind) for s in GRIDS[grid][kind]]
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", PYTHONPATH=str(Path(__file__).parent.parent))
 
     def one(item):
@@ -211,13 +211,14 @@ def fit(path: Path) -> None:
     import numpy as np
     from scipy.optimize import nnls
 
-    from jaxstark.memory.model import ROUND_FEATURES, features, model
+    from jaxstark.memory.model import ROUND_FEATURES, features, model, round_features
+    from jaxstark.rounds import registered
 
     blob = json.loads(path.read_text())
     backend, floor = blob["meta"]["backend"], blob["meta"].get("device_row_floor_log2", 0)
     # tables below the row floor ran on the host CPU: not this backend's figures
     data = [e for e in blob["data"] if backend == "cpu" or e["shape"][0] >= floor]
-    names = sorted({r["name"] for e in data for r in e["rounds"]})
+    names = sorted({registered(r["name"]).name for e in data for r in e["rounds"]})  # every FRI layer: one fit
     coeffs = {}
     for name in names:
         xs, ys, totals = [], [], []
@@ -227,8 +228,9 @@ def fit(path: Path) -> None:
             log_n, c, a, b, d = e["shape"]
             f = features(log_n, b, c, a, shape_air(c, a, d).composition_parts)
             for r in e["rounds"]:
-                if r["name"] == name:
-                    xs.append([f[k] for k in ROUND_FEATURES[name]])
+                if registered(r["name"]).name == name:
+                    fr = round_features(r["name"], f, log_n, b, config_for(b).fri_final_degree)
+                    xs.append([fr[k] for k in ROUND_FEATURES[name]])
                     ys.append(max(r["temporaries"], 1))
                     totals.append(max(r["total"], 1))
         pieces = fit_max_linear(np.array(xs, float), np.array(ys, float), nnls, scale=np.array(totals, float))
@@ -270,6 +272,7 @@ def main(argv=None) -> int:
     r.add_argument("--grid", choices=sorted(GRIDS), default=None, help="default: the current backend's")
     r.add_argument("--jobs", type=int, default=2)
     r.add_argument("--out", type=Path, default=None)
+    r.add_argument("--only", choices=("fit", "check"), default=None, help="record the grid's fit or check shapes only")
     f = sub.add_parser("fit")
     f.add_argument("--data", type=Path, default=None)
     o = sub.add_parser("one")
@@ -282,7 +285,7 @@ def main(argv=None) -> int:
 
     backend = jax.default_backend()
     if args.cmd == "record":
-        record(args.grid or backend, args.jobs, args.out or DATA / f"memory_{args.grid or backend}.json")
+        record(args.grid or backend, args.jobs, args.out or DATA / f"memory_{args.grid or backend}.json", args.only)
     else:
         fit(args.data or DATA / f"memory_{backend}.json")
     return 0

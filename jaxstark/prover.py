@@ -4,13 +4,14 @@ Data flow (:func:`jaxstark.schedule.schedule`; each round a jitted pure function
 :mod:`jaxstark.rounds`)::
 
     statement (AIRs, heights, public inputs) ──> transcript
-    for each table:  trace ──r1──> TraceCommitment(lde, coeffs, tree) ── root ──> transcript
+    for each table:  trace ──r1──> TraceCommitment(lde, coeffs, tree, field check) ── root ──> transcript
     if any table has interactions:  transcript ──> LogUp challenges (beta, gamma), shared
       for each such table:  trace ──r1 aux──> AuxCommitment(lde, coeffs, tree, bus sums) ──> transcript
     for each table t, on the fork t of the transcript:
       lde, aux lde ──r2──> Composition(parts coeffs, parts lde, tree) ── root ──> transcript
       coeffs, aux coeffs, parts coeffs ──r3──> OutOfDomain(z, T(z), T(zw), A(z), A(zw), H_j(z))
-      ldes, ood ──r4──> FriCommitment(layer leaves + trees, final poly) ──> transcript
+      ldes, ood ──r4 DEEP──> D on the LDE ──r4 FRI layer (each large one), FRI final──>
+          FriCommitment(layer leaves + trees, final poly) ──> transcript
       trees, ldes ──r5──> Openings(nonce, indices, rows + paths) ──> TableProof
 
 The transcript starts from the protocol label and absorbs, before anything else, the config's
@@ -136,6 +137,11 @@ def prove(
     group of row chunks (:mod:`jaxstark.chunking`) is split over ``devices`` (default: ``[device]``
     when ``device`` is given, else every device of the target platform, of every process), and
     whole tables take this process's ``devices`` in turn.
+
+    A trace value ``>= p`` raises :class:`~jaxstark.errors.NonCanonicalError` naming its table,
+    row and column: found by the trace commit on the device and raised when the table's values
+    are read back (before the proof is returned); with ``debug``, found on the host before
+    anything runs.
 
     ``debug=True`` first checks every constraint of every table and every bus, and names the
     first failing constraint and row, or the unbalanced bus and a witness tuple. ``progress``

@@ -23,6 +23,7 @@ from jaxstark.errors import AirViolation, NonCanonicalError, ShapeError
 from jaxstark.field._check import P
 from jaxstark.logup import bus_layout
 from jaxstark.proof import TableProof
+from jaxstark.protocol import fiat_shamir as fs
 from jaxstark.protocol.layout import fri_num_layers
 from jaxstark.protocol.statement import bus_balance
 from jaxstark.rounds import (
@@ -164,7 +165,7 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
         proofs[i] = _table_rounds(
             ex, i, u, forks[i], airs[i], publics[i], config, domains[i], mains[i], auxes[i], challenges, tr, debug
         )
-        mains[i] = auxes[i] = None
+        mains[i] = auxes[i] = bads[i] = None
         ex.release(i)
     return [p for i, u in enumerate(us) for p in (proofs[i] if ex.concrete else [None] * u.count)]
 
@@ -213,8 +214,8 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
         ex, i, OUT_OF_DOMAIN, (r1.coeffs, aux_coeffs, comp.parts_coeffs, tr), config, grp(b, no_aux, b, b),
         log_n=domain.log_n,
     )  # fmt: skip
-    f, tr = _run(ex, i, DEEP, (domain, r1.lde, aux_lde, comp.parts_lde, ood, tr), config, grp(None, b, no_aux, b, b, b))
-    fri, tr = _fri(ex, i, f, tr, config, domain, grp(b, b, None), grp(b, b, None, None))
+    deep = (domain, r1.lde, aux_lde, comp.parts_lde, ood, tr), grp(None, b, no_aux, b, b, b)
+    fri, tr = _fri(ex, i, deep, config, domain, grp(b, b, None), grp(b, b, None, None))
     op, _ = _run(ex, i, QUERIES, (r1, aux, comp, fri, tr), config, grp(b, no_aux, b, b, b), log_size=domain.log_size)
     if not ex.concrete:
         return None
@@ -267,18 +268,22 @@ def _check_canonical(air, unit, bad) -> None:
     )
 
 
-def _fri(ex, i, f, tr, config: StarkConfig, domain, layer_axes, final_axes):
-    """The FRI commit phase of unit ``i`` from D's evaluations ``f``: each layer of more than
-    :data:`~jaxstark.rounds.r4_fri_layer.SCAN_LAYERS_BELOW` evaluations a dispatch of its own,
-    then the small layers and the final polynomial in one; each layer's input is dropped once the
-    next dispatch has it. Returns every layer's commitment as the queries open it, and the
-    transcript."""
+def _fri(ex, i, deep: tuple, config: StarkConfig, domain, layer_axes, final_axes):
+    """DEEP (``deep``: its arguments and their group axes) and the FRI commit phase of unit ``i``
+    from D's evaluations: each layer of more than
+    :data:`~jaxstark.rounds.r4_fri_layer.SCAN_LAYERS_BELOW` evaluations a dispatch of its own
+    (every layer, for an annotated transcript, which logs labels by name), then the small layers
+    and the final polynomial in one. Each layer's input is dropped once the next dispatch has it
+    -- by the planner, and here, where the only reference to it is ``f``. Returns every layer's
+    commitment as the queries open it, and the transcript."""
+    f, tr = _run(ex, i, DEEP, deep[0], config, deep[1])
     layers = fri_num_layers(domain.log_n, config.fri_final_degree)
     leaves, nodes = [], []
     k = 0
-    while k < layers and domain.size >> k > r4_fri_layer.SCAN_LAYERS_BELOW:
+    while k < layers and (domain.size >> k > r4_fri_layer.SCAN_LAYERS_BELOW or tr.annotated):
+        names = fs.fri_labels(k) if tr.annotated else None
         layer, tr = _run(ex, i, FRI_LAYER, (f, tr, r4_fri_layer.fri_step(domain.offset, k)), config, layer_axes,
-                         label=fri_layer_name(k))  # fmt: skip
+                         label=fri_layer_name(k), names=names)  # fmt: skip
         ex.drop(f)
         leaves.append(layer.leaves)
         nodes.append(layer.nodes)

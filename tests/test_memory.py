@@ -45,6 +45,38 @@ def test_plan_lists_every_round_term_by_term(fib):
     assert "on the device, held for the whole proof" in text
 
 
+def test_fri_inputs_are_freed_once_the_next_dispatch_has_them(fib, monkeypatch):
+    """The plan drops D's values and each FRI layer's folded values once the next FRI dispatch
+    took them; the prover keeps no reference to them either (else the device holds more than
+    planned). Three large layers here (the threshold lowered), then the final round."""
+    import gc
+    import weakref
+
+    from jaxstark.rounds import r4_fri_layer
+
+    monkeypatch.setattr(r4_fri_layer, "SCAN_LAYERS_BELOW", 8)
+    air, trace, public = fib
+    refs, seen = [], []
+    real = executor.Runner.run
+
+    def run(self, table, name, fn, args, static, axes=None, vmap=True):
+        gc.collect()
+        seen.append((name, [r() is None for r in refs[:-1]]))  # all but the input of this dispatch
+        out = real(self, table, name, fn, args, static, axes, vmap)
+        if name == "DEEP":
+            refs.append(weakref.ref(out[0]))
+        elif name.startswith("FRI layer"):
+            refs.append(weakref.ref(out[0].folded))
+        return out
+
+    monkeypatch.setattr(executor.Runner, "run", run)
+    proof = js.prove(air, trace, public, cfg())
+    names = [name for name, _ in seen]
+    assert names[names.index("DEEP") :] == ["DEEP", "FRI layer 0", "FRI layer 1", "FRI layer 2", "FRI final", "queries"]
+    assert all(all(dead) for _, dead in seen) and len(seen[-1][1]) == 3, seen
+    assert js.verify(air, proof, public, cfg())
+
+
 def test_a_host_trace_is_on_the_device_only_while_a_round_takes_it(fib):
     """A numpy trace is copied in as the argument of the rounds that take it (trace commit here),
     not held for the whole proof: every other round's device set is smaller by exactly its

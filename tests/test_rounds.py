@@ -9,6 +9,7 @@ import pytest
 
 import jaxstark as js
 from jaxstark.examples import Alu, alu_trace
+from jaxstark.protocol import fiat_shamir as fs
 from jaxstark.protocol.layout import fri_num_layers
 from jaxstark.protocol.statement import public_array
 from jaxstark.rounds import r4_fri_layer
@@ -35,10 +36,10 @@ class _Direct:
 
 
 def deep_fri(domain, trace_lde, aux_lde, parts_lde, ood, tr, config):
-    """DEEP, then the FRI commit phase as the schedule dispatches it."""
-    f, tr = deep(domain, trace_lde, aux_lde, parts_lde, ood, tr)
+    """DEEP, then the FRI commit phase, as the schedule dispatches them."""
+    f, _ = deep(domain, trace_lde, aux_lde, parts_lde, ood, tr)
     chex.assert_shape(f, (domain.size, 3))
-    return _fri(_Direct(), 0, f, tr, config, domain, None, None)
+    return _fri(_Direct(), 0, ((domain, trace_lde, aux_lde, parts_lde, ood, tr), None), config, domain, None, None)
 
 
 def test_round_outputs_have_the_documented_shapes():
@@ -135,6 +136,10 @@ def test_scanned_small_fri_layers_equal_unrolled_ones(hash_name, monkeypatch):
     for below in [0, size // 4, r4_fri_layer.SCAN_LAYERS_BELOW]:  # 0, 2 and all 4 layers scanned
         monkeypatch.setattr(r4_fri_layer, "SCAN_LAYERS_BELOW", below)
         outs[below] = deep_fri(domain, trace_lde, None, parts_lde, ood, tr, config)
+    annotated = Transcript.new("fri scan test", hash_name, annotated=True)  # every layer a dispatch, logged by name
+    outs["annotated"] = deep_fri(domain, trace_lde, None, parts_lde, ood, annotated, config)
+    labels = [e.label for e in outs["annotated"][1].log]
+    assert labels == ["deep gamma", *(x for k in range(layers) for x in fs.fri_labels(k)), "fri final poly"]
     (want, want_tr), *others = outs.values()
     assert len(want.leaves) == layers == 4
     for fri, tr_out in others:

@@ -55,7 +55,8 @@ PLANNING: contextvars.ContextVar = contextvars.ContextVar("jaxstark_planning_pro
 
 
 def dispatch_count(name: str | None = None) -> int:
-    """How many round executables (of round ``name``, or of any) this process has dispatched."""
+    """How many round executables (of round ``name``, or of any) this process has dispatched
+    (every FRI layer's count under :data:`~jaxstark.rounds.FRI_LAYER`, ``"FRI layer"``)."""
     return sum(_DISPATCHES.values()) if name is None else _DISPATCHES.get(name, 0)
 
 
@@ -535,7 +536,9 @@ class Planner(_Executor):
                 fixed += _nbytes(ref)
         self._pending.append((table, name, exe, fresh, seconds, passed, tuple(sorted(by_name.items())), fixed))
         self._measure(wait=False)
-        out = exe.out_info
+        # a fresh abstract value per dispatch: the buffers are tracked by identity, and one
+        # executable (or one pending compile job) serves several dispatches
+        out = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=s.sharding), exe.out_info)
         self.hold(f"{'shared' if table is None else f'table {table}'}: {name}", out, table)
         return out
 
@@ -634,8 +637,8 @@ class Runner(_Executor):
         self.last = (table, name)
         try:
             placed = self._to_device(args, shardings)
-            for site in sites:  # the round, then each stage its executable runs
-                faults.check(site)
+            for stage in sites:  # the round, then each stage its executable runs
+                faults.check(stage)
             out = exe(*placed)
             if event is not None:  # progress is being shown: the round's time is its own
                 out = jax.block_until_ready(out)

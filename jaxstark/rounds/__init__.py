@@ -158,7 +158,7 @@ ROUNDS: dict[str, Round] = {
         Round(OUT_OF_DOMAIN, out_of_domain, ("log_n",), _fields(OutOfDomain),
               "every polynomial evaluated at the out-of-domain point"),
         Round(DEEP, deep, (), ("values",), "the DEEP sum over the LDE: FRI's first layer"),
-        Round(FRI_LAYER, fri_layer, ("hash_name",), _fields(FriLayer),
+        Round(FRI_LAYER, fri_layer, ("hash_name", "names"), _fields(FriLayer),
               "one large FRI layer: its tree, and its fold", ("tree build", "FRI fold")),
         Round(FRI_FINAL, fri_final, ("hash_name", "degree"), _fields(FriFinal),
               "FRI's small layers (each a tree and a fold) and the final polynomial", (),

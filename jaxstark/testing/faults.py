@@ -22,9 +22,9 @@ Arming, off by default (then a call of a site costs one dictionary update):
 :func:`counters` gives the calls and fires per site; :func:`reset` zeroes them.
 
 The stages inside a round's executable are sites too (:data:`STAGES`: ``LDE``, ``tree build``,
-``aux build``, ``DEEP``, ``FRI fold``, ``grinding``, ``query gather``), reached once per stage
-each dispatch runs -- a DEEP + FRI round of ``k`` layers reaches ``FRI fold`` and ``tree build``
-``k`` times. A stage fails the way it would on a device: its round's executable fails, and the
+``aux build``, ``FRI fold``, ``grinding``, ``query gather``), reached once per stage each
+dispatch runs -- a FRI layer reaches ``tree build`` and ``FRI fold`` once, a FRI final round of
+``k`` small layers ``k`` times. A stage fails the way it would on a device: its round's executable fails, and the
 diagnostic names the stage and the round.
 
 The sites themselves, their counters and the armed faults live in :mod:`jaxstark.faults` (what
