@@ -119,7 +119,7 @@ FIT_QUALITY = {
     "blowup 2-8), 2-core AMD EPYC CPU, jax 0.10.2; the trace commit, binding on most shapes, fits worst",
     "gpu": "peak within 45.8% of XLA on 17 held-out shapes (30.0% on the 12 fitted; 2^12-2^22 rows, 2-600 "
     "columns, blowup 2-4), H200, jax 0.11.2; model/XLA 0.708-1.458 (under-prediction weighted 2x in the fit): loose, "
-    "its features predate the GPU kernels",
+    "its features were chosen before the Merkle kernels",
 }
 
 
