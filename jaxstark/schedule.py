@@ -124,6 +124,7 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
             ex.drop((r1.lde, r1.coeffs, r1.nodes))
             r1 = None
         mains.append(r1)
+    r1 = None  # (the list holds each unit's commitment: dropped with it when the unit is released)
     auxes, challenges, sums_of = [None] * n, None, {}
     if any(a.num_aux_columns for a in airs):
         tr, challenges = _run(ex, None, LOGUP_CHALLENGES, (tr,), config)

@@ -116,7 +116,7 @@ TEMP_COEFFS: dict[str, dict[str, tuple[dict[str, float], ...]]] = {
 # on what -- reported with every model (TableModel.__str__).
 FIT_QUALITY = {
     "cpu": "peak within 18.1% of XLA on 22 held-out shapes (14.3% on the 14 fitted; 2^8-2^16 rows, 2-400 columns, "
-    "blowup 2-8), 2-core AMD EPYC CPU, jax 0.10.2; the trace commit, binding on most shapes, fits worst",
+    "blowup 2-8), 2-core AMD EPYC CPU, jax 0.10.2; the trace commit, binding on 15 of the 36 shapes, fits worst",
     "gpu": "peak within 45.8% of XLA on 17 held-out shapes (30.0% on the 12 fitted; 2^12-2^22 rows, 2-600 "
     "columns, blowup 2-4), H200, jax 0.11.2; model/XLA 0.708-1.458 (under-prediction weighted 2x in the fit): loose, "
     "its features were chosen before the Merkle kernels",
