@@ -24,8 +24,8 @@ Arming, off by default (then a call of a site costs one dictionary update):
 The stages inside a round's executable are sites too (:data:`STAGES`: ``LDE``, ``tree build``,
 ``aux build``, ``FRI fold``, ``grinding``, ``query gather``), reached once per stage each
 dispatch runs -- a FRI layer reaches ``tree build`` and ``FRI fold`` once, a FRI final round of
-``k`` small layers ``k`` times. A stage fails the way it would on a device: its round's executable fails, and the
-diagnostic names the stage and the round.
+``k`` small layers ``k`` times. A stage fails the way it would on a device: its round's
+executable fails, and the diagnostic names the stage and the round.
 
 The sites themselves, their counters and the armed faults live in :mod:`jaxstark.faults` (what
 the runner reports to); this module is the API for tests.
