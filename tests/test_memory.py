@@ -105,6 +105,19 @@ def test_a_released_units_commitments_are_freed_before_the_next_unit_runs(monkey
     assert js.verify([(air, p) for air, _, p in tables], proof, config=cfg())
 
 
+def test_two_tables_of_one_shape_are_counted_twice(fib):
+    """One executable (compiled once, or still compiling) serves both tables' rounds; the plan
+    still counts each table's buffers (it tracks them by identity)."""
+    air, trace, _ = fib
+    plan = js.plan([(air, 5), (air, 5)], config=cfg())
+    first = plan.order[0]
+    comp = next(r for r in plan.rounds if r.name == "composition" and r.table == first)
+    held = dict(comp.resident)
+    for t in (0, 1):
+        assert f"table {t}: trace commit[0].nodes" in held, sorted(held)
+    assert held["table 0: trace commit[0].nodes"] == held["table 1: trace commit[0].nodes"] == 64 * 2 * 32
+
+
 def test_a_host_trace_is_on_the_device_only_while_a_round_takes_it(fib):
     """A numpy trace is copied in as the argument of the rounds that take it (trace commit here),
     not held for the whole proof: every other round's device set is smaller by exactly its
