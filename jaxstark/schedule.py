@@ -19,8 +19,8 @@ import numpy as np
 from jaxstark.air import AIR
 from jaxstark.chunking import chunk_log, units
 from jaxstark.config import StarkConfig
-from jaxstark.errors import AirViolation, NonCanonicalError, ShapeError
-from jaxstark.field._check import P
+from jaxstark.errors import AirViolation, ShapeError
+from jaxstark.field._check import non_canonical
 from jaxstark.logup import bus_layout
 from jaxstark.proof import TableProof
 from jaxstark.protocol import fiat_shamir as fs
@@ -45,7 +45,6 @@ from jaxstark.rounds import (
     fri_layer_name,
     r4_fri_layer,
 )
-from jaxstark.rounds.r4_fri_final import final_shift_inverse
 
 __all__ = ["schedule", "check_shape", "table_chunks"]
 
@@ -262,11 +261,8 @@ def _check_canonical(air, unit, bad) -> None:
     first, value = int(bad[j, 0]), int(bad[j, 2])
     row, col = unit.rows.start + (j << unit.log_rows) + first // air.width, first % air.width
     rows = f" of rows {unit.rows.start}-{unit.rows.stop - 1}" if unit.split else ""
-    raise NonCanonicalError(
-        f"prove: table {unit.table} ({air.name}) trace: {total} value(s){rows} are >= p = {P} (first at index "
-        f"({row}, {col}): {value}); field inputs must be canonical (use goldilocks.canonicalize for arbitrary "
-        "uint64 values)"
-    )
+    first_at = f"first at index ({row}, {col}): {value}"
+    raise non_canonical(f"prove: table {unit.table} ({air.name}) trace", total, first_at, rows)
 
 
 def _fri(ex, i, deep: tuple, config: StarkConfig, domain, layer_axes, final_axes):
@@ -279,9 +275,9 @@ def _fri(ex, i, deep: tuple, config: StarkConfig, domain, layer_axes, final_axes
     commitment as the queries open it, and the transcript."""
     f, tr = _run(ex, i, DEEP, deep[0], config, deep[1])
     layers = fri_num_layers(domain.log_n, config.fri_final_degree)
+    big = layers if tr.annotated else r4_fri_layer.large_layers(domain.size, layers)
     leaves, nodes = [], []
-    k = 0
-    while k < layers and (domain.size >> k > r4_fri_layer.SCAN_LAYERS_BELOW or tr.annotated):
+    for k in range(big):
         names = fs.fri_labels(k) if tr.annotated else None
         layer, tr = _run(ex, i, FRI_LAYER, (f, tr, r4_fri_layer.fri_step(domain.offset, k)), config, layer_axes,
                          label=fri_layer_name(k), names=names)  # fmt: skip
@@ -289,8 +285,8 @@ def _fri(ex, i, deep: tuple, config: StarkConfig, domain, layer_axes, final_axes
         leaves.append(layer.leaves)
         nodes.append(layer.nodes)
         f = layer.folded
-        k += 1
-    args = (f, tr, r4_fri_layer.fri_step(domain.offset, range(k, layers)), final_shift_inverse(domain.offset, layers))
+    shift_inv = np.asarray(r4_fri_layer._s_inv(domain.offset, layers))  # the final polynomial's coset
+    args = (f, tr, r4_fri_layer.fri_step(domain.offset, range(big, layers)), shift_inv)
     last, tr = _run(ex, i, FRI_FINAL, args, config, final_axes, degree=domain.n >> layers)
     ex.drop(f)
     return FriCommitment((*leaves, *last.leaves), (*nodes, *last.nodes), last.final, last.excess), tr

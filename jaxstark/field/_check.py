@@ -43,6 +43,15 @@ def _first_bad(values: np.ndarray) -> str:
     return f"first at index {tuple(int(i) for i in where)}: {int(flat[idx])}"
 
 
+def non_canonical(name: str, count: int, first: str, among: str = "") -> NonCanonicalError:
+    """The error for ``count`` values of ``name`` (``among``: of which part of it) that are
+    ``>= p``; ``first``: where the first is."""
+    return NonCanonicalError(
+        f"{name}: {count} value(s){among} are >= p = {P} ({first}); field inputs must be canonical (use "
+        "goldilocks.canonicalize for arbitrary uint64 values)"
+    )
+
+
 def field_array(x: Any, name: str, *, ext: bool = False, keep_host: bool = False, values: bool = True) -> Any:
     """Return ``x`` as a uint64 array of canonical Goldilocks elements, or raise.
 
@@ -83,19 +92,11 @@ def field_array(x: Any, name: str, *, ext: bool = False, keep_host: bool = False
     if isinstance(x, jax.Array):
         if bool(jnp.any(x >= _P_U64)):
             host = np.asarray(x)
-            n_bad = int(np.count_nonzero(host >= _P_U64))
-            raise NonCanonicalError(
-                f"{name}: {n_bad} value(s) are >= p = {P} ({_first_bad(host)}); field inputs "
-                "must be canonical (use goldilocks.canonicalize for arbitrary uint64 values)"
-            )
+            raise non_canonical(name, int(np.count_nonzero(host >= _P_U64)), _first_bad(host))
         return x
     host = np.asarray(x)
     if host.size and host.max() >= _P_U64:  # one pass, no mask (twice as fast as any(host >= p))
-        n_bad = int(np.count_nonzero(host >= _P_U64))
-        raise NonCanonicalError(
-            f"{name}: {n_bad} value(s) are >= p = {P} ({_first_bad(host)}); field inputs must "
-            "be canonical (use goldilocks.canonicalize for arbitrary uint64 values)"
-        )
+        raise non_canonical(name, int(np.count_nonzero(host >= _P_U64)), _first_bad(host))
     return host if keep_host else jnp.asarray(host)
 
 

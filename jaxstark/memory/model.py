@@ -140,7 +140,7 @@ def fri_layer_sizes(log_n: int, blowup: int, final_degree: int) -> tuple[list[in
     """The FRI commit phase of a table as the schedule cuts it: the evaluations of each layer
     dispatched on its own, then those the final round starts from and its number of small layers."""
     size, layers = blowup << log_n, fri_num_layers(log_n, final_degree)
-    big = [size >> k for k in range(layers) if size >> k > r4_fri_layer.SCAN_LAYERS_BELOW]
+    big = [size >> k for k in range(r4_fri_layer.large_layers(size, layers))]
     return big, size >> len(big), layers - len(big)
 
 

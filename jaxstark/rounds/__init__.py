@@ -25,7 +25,7 @@ from jaxstark.rounds.r1_trace_commit import TraceCommitment, trace_commit, trace
 from jaxstark.rounds.r2_composition import Composition, composition
 from jaxstark.rounds.r3_ood import OutOfDomain, out_of_domain
 from jaxstark.rounds.r4_deep import deep
-from jaxstark.rounds.r4_fri_final import FriCommitment, FriFinal, fri_final
+from jaxstark.rounds.r4_fri_final import FriCommitment, fri_final
 from jaxstark.rounds.r4_fri_layer import FriLayer, fri_layer
 from jaxstark.rounds.r5_queries import Openings, queries
 
@@ -160,7 +160,7 @@ ROUNDS: dict[str, Round] = {
         Round(DEEP, deep, (), ("values",), "the DEEP sum over the LDE: FRI's first layer"),
         Round(FRI_LAYER, fri_layer, ("hash_name", "names"), _fields(FriLayer),
               "one large FRI layer: its tree, and its fold", ("tree build", "FRI fold")),
-        Round(FRI_FINAL, fri_final, ("hash_name", "degree"), _fields(FriFinal),
+        Round(FRI_FINAL, fri_final, ("hash_name", "degree"), _fields(FriCommitment),
               "FRI's small layers (each a tree and a fold) and the final polynomial", (),
               ("tree build", "FRI fold"), _small_layers),
         Round(QUERIES, queries, ("grinding_bits", "num_queries", "log_size"), _fields(Openings),

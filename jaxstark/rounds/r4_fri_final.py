@@ -32,7 +32,6 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, Bool, UInt8, UInt64
 
-from jaxstark.field import goldilocks as gl
 from jaxstark.hash.interface import DIGEST_BYTES
 from jaxstark.lde import _interpolate_on_coset
 from jaxstark.ntt import _make_tables
@@ -40,35 +39,24 @@ from jaxstark.protocol import fiat_shamir as fs
 from jaxstark.rounds.r4_fri_layer import FriStep, _commit_and_fold, _w_inv
 from jaxstark.transcript import Transcript
 
-__all__ = ["FriFinal", "FriCommitment", "fri_final", "final_shift_inverse"]
-
-
-class FriFinal(eqx.Module):
-    leaves: tuple[UInt64[Array, " h 6"], ...]
-    nodes: tuple[UInt8[Array, " two_h 32"], ...]
-    final: UInt64[Array, " d 3"]
-    excess: Bool[Array, ""]
+__all__ = ["FriCommitment", "fri_final"]
 
 
 class FriCommitment(eqx.Module):
-    """The whole commit phase, as the queries open it: every layer's leaves and tree, in order."""
+    """FRI layers' leaves and trees, in order, and the final polynomial: the small layers' from
+    :func:`fri_final`, the whole commit phase's as the queries open it."""
 
     leaves: tuple[UInt64[Array, " h 6"], ...]
     nodes: tuple[UInt8[Array, " two_h 32"], ...]
     final: UInt64[Array, " d 3"]
     excess: Bool[Array, ""]
-
-
-def final_shift_inverse(offset: int, layers: int) -> np.ndarray:
-    """1 / s^(2^layers): the inverse offset of the coset the final polynomial is read on (host)."""
-    return np.asarray(np.uint64(pow(pow(offset, 1 << layers, gl.P), gl.P - 2, gl.P)))
 
 
 @functools.partial(jax.jit, static_argnames=("hash_name", "degree"), keep_unused=True)
 def fri_final(
     f: UInt64[Array, " B 3"], tr: Transcript, steps: FriStep, shift_inv: UInt64[Array, ""], *, hash_name: str,
     degree: int,
-) -> tuple[FriFinal, Transcript]:  # fmt: skip
+) -> tuple[FriCommitment, Transcript]:  # fmt: skip
     """The small layers ``steps`` (a leading axis; possibly none) folded from ``f``, then the
     final polynomial of ``degree`` coefficients on the coset of inverse offset ``shift_inv``."""
     leaves, nodes = [], []
@@ -79,7 +67,7 @@ def fri_final(
     excess = jnp.any(coeffs[degree:] != np.uint64(0))
     final = coeffs[:degree]
     tr = fs.absorb_fri_final(tr, final)
-    return FriFinal(tuple(leaves), tuple(nodes), final, excess), tr
+    return FriCommitment(tuple(leaves), tuple(nodes), final, excess), tr
 
 
 def _small_layers(f: Array, tr: Transcript, steps: FriStep, hash_name: str):

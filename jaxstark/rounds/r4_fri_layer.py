@@ -32,7 +32,7 @@ from jaxstark.protocol import fiat_shamir as fs
 from jaxstark.protocol.algebra import fold_pair
 from jaxstark.transcript import Transcript, encode_label
 
-__all__ = ["FriLayer", "FriStep", "fri_layer", "fri_step", "SCAN_LAYERS_BELOW"]
+__all__ = ["FriLayer", "FriStep", "fri_layer", "fri_step", "large_layers", "SCAN_LAYERS_BELOW"]
 
 SCAN_LAYERS_BELOW = 1 << 10  # FRI layers of at most this many evaluations share one scanned step
 
@@ -50,6 +50,13 @@ class FriLayer(eqx.Module):
     leaves: UInt64[Array, " h 6"]
     nodes: UInt8[Array, " two_h 32"]
     folded: UInt64[Array, " h 3"]
+
+
+def large_layers(size: int, layers: int) -> int:
+    """How many of the ``layers`` FRI layers of an LDE of ``size`` evaluations are dispatched one
+    by one (those of more than :data:`SCAN_LAYERS_BELOW` evaluations, read when called); the
+    rest are the final round's."""
+    return sum(1 for k in range(layers) if size >> k > SCAN_LAYERS_BELOW)
 
 
 def fri_step(offset: int, ks) -> FriStep:
