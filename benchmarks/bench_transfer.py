@@ -4,8 +4,9 @@
 
 Prints one line per method, best of 5 (bytes / seconds): the field check as ``any(a >= p)`` and as
 one ``max`` pass; ``jax.device_put`` of the whole array; of ``k`` row blocks in one call (then
-concatenated on the device); and of ``k`` row blocks each put from its own thread (left as
-blocks: the copy alone).
+concatenated on the device); of ``k`` row blocks each put from its own thread (left as
+blocks: the copy alone); and :func:`jaxstark.transfer.put`, the prover's way (row blocks from
+threads written in place into one device array; checked equal first).
 """
 
 from __future__ import annotations
@@ -53,6 +54,15 @@ def main(argv=None) -> int:
             best(f"device_put, {k} row blocks from {k} threads",
                  lambda blocks=blocks, pool=pool: jax.block_until_ready(
                      list(pool.map(lambda b: jax.device_put(b, dev), blocks))))  # fmt: skip
+    from jaxstark import transfer
+
+    single = jax.sharding.SingleDeviceSharding(dev)
+    if not np.array_equal(np.asarray(transfer.put(a, single)), a):
+        print("jaxstark.transfer.put gave another array", file=sys.stderr)
+        return 1
+    best(f"jaxstark.transfer.put ({transfer.threads()} threads, "
+         f"{'blocks' if transfer.wanted(a, single) else 'whole'})",
+         lambda: jax.block_until_ready(transfer.put(a, single)))  # fmt: skip
     return 0
 
 

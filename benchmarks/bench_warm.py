@@ -5,8 +5,9 @@
 The shape is planned (compiled) first and proven once, so every figure below is warm. Then, each
 the median of ``--repeats`` runs:
 
-* ``trace in``: ``jax.device_put`` of the host (numpy) trace, waited for (bytes / seconds: the
-  link's speed as the prover sees it);
+* ``trace in``: the host (numpy) trace onto the device, waited for (bytes / seconds), by one
+  ``jax.device_put`` and by :func:`jaxstark.transfer.put` (row blocks from threads, what the
+  prover does);
 * per round: its time with progress on (the runner then waits for each round, so each figure
   is the round's own) and the sum over rounds;
 * ``prove, device trace`` / ``prove, host trace``: whole ``js.prove`` calls without progress
@@ -41,6 +42,7 @@ def main(argv=None) -> int:
     import numpy as np
 
     import jaxstark as js
+    from jaxstark import transfer
     from jaxstark.examples import example_tables
     from jaxstark.progress import RoundTimes
 
@@ -74,8 +76,14 @@ def main(argv=None) -> int:
         return statistics.median(times)
 
     rows: list[tuple[str, float, str]] = []
-    transfer = median_of(lambda: [jax.block_until_ready(jax.device_put(t, device)) for _, t, _ in host])
-    rows.append(("trace in", transfer, f"{trace_bytes / 2**20:.0f} MiB at {trace_bytes / transfer / 1e9:.1f} GB/s"))
+    whole = median_of(lambda: [jax.block_until_ready(jax.device_put(t, device)) for _, t, _ in host])
+    rows.append(
+        ("trace in, device_put", whole, f"{trace_bytes / 2**20:.0f} MiB at {trace_bytes / whole / 1e9:.1f} GB/s")
+    )
+    single = jax.sharding.SingleDeviceSharding(device)
+    blocks = median_of(lambda: [jax.block_until_ready(transfer.put(t, single)) for _, t, _ in host])
+    rows.append(("trace in, row blocks", blocks, f"{trace_bytes / blocks / 1e9:.1f} GB/s, {transfer.threads()} threads"
+                 f" ({'blocks' if all(transfer.wanted(t, single) for _, t, _ in host) else 'whole'})"))  # fmt: skip
     rounds = RoundTimes()
     for _ in range(args.repeats):
         js.prove(on_device, config=config, device=device, progress=rounds)
@@ -87,7 +95,8 @@ def main(argv=None) -> int:
     dev = median_of(lambda: js.prove(on_device, config=config, device=device))
     rows.append(("prove, device trace", dev, f"{dev / total_rounds:.2f} x the sum of rounds"))
     hst = median_of(lambda: js.prove(host, config=config, device=device))
-    rows.append(("prove, host trace", hst, f"+{(hst - dev) * 1e3:.1f} ms over the device trace"))
+    rows.append(("prove, host trace", hst, f"+{(hst - dev) * 1e3:.1f} ms over the device trace "
+                 f"({trace_bytes / max(hst - dev, 1e-9) / 1e9:.1f} GB/s)"))  # fmt: skip
     rows.append(("host share", dev - total_rounds, "device-trace proof minus its rounds"))
     proof = js.prove(on_device, config=config, device=device)
     ser = median_of(proof.to_bytes)

@@ -105,6 +105,8 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
     for i, u in enumerate(us):
         if not (host_traces and host_traces[u.table]):
             ex.hold(f"table {u.table}{u.words}: trace (caller's)", traces[i], i, until_end=True)
+        else:
+            ex.from_host(traces[i])
         if not u.split:
             domains.append(ex.domain(i, u.log_rows, config.blowup))
             # to the end of the proof: the runner keeps them (for the next proof of this shape)

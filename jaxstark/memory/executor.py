@@ -29,7 +29,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
-from jaxstark import compile_cache, faults, kernels, lde, ntt
+from jaxstark import compile_cache, faults, kernels, lde, ntt, transfer
 from jaxstark.errors import DeviceFailure
 from jaxstark.progress import RoundEvent
 from jaxstark.rounds import STATEMENT, TRACE_COMMIT, registered
@@ -415,6 +415,9 @@ class RoundMemory:
     temporaries: int
     aliased: int
     fixed: int = 0  # bytes of the total that another unit owns or that are held to the end of the proof
+    # bytes of a host trace's row blocks on the device beside its arguments while they are copied
+    # in (jaxstark.transfer), before the round runs: the larger of this and what the round adds counts
+    staging: int = 0
 
     @property
     def resident_bytes(self) -> int:
@@ -422,7 +425,7 @@ class RoundMemory:
 
     @property
     def total(self) -> int:
-        return self.resident_bytes + self.arguments + self.outputs + self.temporaries - self.aliased
+        return self.resident_bytes + self.arguments + max(self.staging, self.outputs + self.temporaries - self.aliased)
 
 
 class _Executor:
@@ -478,6 +481,9 @@ class _Executor:
     def drop(self, tree) -> None:
         """``tree``'s arrays are no longer held (the schedule keeps no reference to them)."""
 
+    def from_host(self, trace) -> None:
+        """``trace`` is a caller's trace in host memory: each round that takes it copies it in."""
+
 
 class Planner(_Executor):
     """Runs the schedule on abstract values, compiling each round and recording its memory."""
@@ -488,6 +494,7 @@ class Planner(_Executor):
         self._pending: list[tuple] = []  # rounds whose program is still compiling, in order
         # id(array) -> (name, array, owning table or None when shared, held until the end)
         self.held: dict[int, tuple[str, object, int | None, bool]] = {}
+        self.on_host: dict[int, object] = {}  # id(array) -> a caller's trace in host memory (kept alive)
 
     def hold(self, name: str, tree, table: int | None, *, until_end: bool = False) -> None:
         for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
@@ -500,6 +507,9 @@ class Planner(_Executor):
     def drop(self, tree) -> None:
         gone = {id(x) for x in jax.tree.leaves(tree)}
         self.held = {k: v for k, v in self.held.items() if k not in gone}
+
+    def from_host(self, trace) -> None:
+        self.on_host[id(trace)] = trace
 
     def domain(self, table: int, log_n: int, blowup: int):
         host = self._host_domain(log_n, blowup)
@@ -523,6 +533,9 @@ class Planner(_Executor):
         exe, fresh = _compiled(fn, static, args, shardings, name, describe, defer=True)
         seconds = time.perf_counter() - start
         passed = _nbytes(jax.tree.map(_sds, args, shardings))
+        staging = sum(transfer.in_flight(x.shape, x.dtype, transfer.platform(s))
+                      for x, s in zip(jax.tree.leaves(args), jax.tree.leaves(shardings), strict=True)
+                      if id(x) in self.on_host)  # fmt: skip
         arg_ids = {id(x) for x in jax.tree.leaves(args)}
         by_name: dict[str, int] = {}
         fixed = 0
@@ -534,7 +547,8 @@ class Planner(_Executor):
                 by_name[buf] = by_name.get(buf, 0) + _nbytes(ref)
             if until_end or owner != table:
                 fixed += _nbytes(ref)
-        self._pending.append((table, name, exe, fresh, seconds, passed, tuple(sorted(by_name.items())), fixed))
+        resident = tuple(sorted(by_name.items()))
+        self._pending.append((table, name, exe, fresh, seconds, passed, resident, fixed, staging))
         self._measure(wait=False)
         # a fresh abstract value per dispatch: the buffers are tracked by identity, and one
         # executable (or one pending compile job) serves several dispatches
@@ -553,7 +567,7 @@ class Planner(_Executor):
         planning callback of each one compiled; ``wait=False``: only those at the front of the
         queue whose compilation is done."""
         while self._pending:
-            table, name, exe, fresh, seconds, passed, resident, fixed = self._pending[0]
+            table, name, exe, fresh, seconds, passed, resident, fixed, staging = self._pending[0]
             if isinstance(exe, _Compiling) and not wait and not exe.future.done():
                 return
             self._pending.pop(0)
@@ -572,7 +586,7 @@ class Planner(_Executor):
             self._rounds.append(
                 RoundMemory(
                     table, name, self.label(table), resident, counted, int(mem.output_size_in_bytes),
-                    int(mem.temp_size_in_bytes), int(mem.alias_size_in_bytes), fixed,
+                    int(mem.temp_size_in_bytes), int(mem.alias_size_in_bytes), fixed, staging,
                 )
             )  # fmt: skip
             if fresh and (callback := PLANNING.get()) is not None:
@@ -700,7 +714,8 @@ def _put(tree, shardings):
     """``jax.device_put`` of ``tree`` onto ``shardings``, also across processes: a value spread
     over the devices of several processes is built from the host copy every process holds (or
     from the local copy of a replicated array), and a replicated one is read from a local device."""
-    if jax.process_count() == 1:
+    if jax.process_count() == 1:  # a large host array onto one accelerator in row blocks from threads
+        tree = jax.tree.map(lambda x, s: transfer.put(x, s) if transfer.wanted(x, s) else x, tree, shardings)
         return jax.device_put(tree, shardings)
 
     def put(x, s):

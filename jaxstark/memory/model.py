@@ -20,7 +20,9 @@ from __future__ import annotations
 import dataclasses
 
 import jax
+import numpy as np
 
+from jaxstark import transfer
 from jaxstark.air import AIR
 from jaxstark.config import StarkConfig
 from jaxstark.poly import COLUMN_BLOCK
@@ -176,6 +178,7 @@ class ModelRound:
     arguments: Terms
     outputs: Terms
     temporaries: int
+    staging: int = 0  # a host trace's row blocks in flight while it is copied in (jaxstark.transfer)
 
     @property
     def held_bytes(self) -> int:
@@ -191,15 +194,25 @@ class ModelRound:
 
     @property
     def total(self) -> int:
-        return self.held_bytes + self.argument_bytes + self.output_bytes + self.temporaries
+        return self.held_bytes + self.argument_bytes + max(self.staging, self.output_bytes + self.temporaries)
 
     def terms(self) -> dict[str, int]:
-        """Every term by name (bytes), e.g. ``"held: main LDE"``, ``"temporaries (fitted)"``."""
+        """Every term by name (bytes), e.g. ``"held: main LDE"``, ``"temporaries (fitted)"``;
+        when copying a host trace in binds (before the round runs), its blocks in flight instead
+        of the outputs and temporaries."""
         out: dict[str, int] = {}
-        for kind, pairs in (("held", self.held), ("argument", self.arguments), ("output", self.outputs)):
+        staged = self.staging > self.output_bytes + self.temporaries
+        for kind, pairs in (
+            ("held", self.held),
+            ("argument", self.arguments),
+            ("output", () if staged else self.outputs),
+        ):
             for name, b in pairs:
                 out[f"{kind}: {name}"] = out.get(f"{kind}: {name}", 0) + b
-        out["temporaries (fitted)"] = self.temporaries
+        if staged:
+            out["host trace blocks in flight"] = self.staging
+        else:
+            out["temporaries (fitted)"] = self.temporaries
         return out
 
 
@@ -351,14 +364,19 @@ def model(
     held: list[_Buf] = [domain] if host_trace else [trace, domain, *([others] if others.nbytes else [])]
     tr: list[_Buf | None] = [None]  # the current transcript (every round returns a new one)
 
+    # a host trace is copied in by each round that takes it, in row blocks on an accelerator
+    trace_shape = (g, n, c) if chunk_rows_log2 is not None else (n, c)
+    staged = transfer.in_flight(trace_shape, np.uint64, backend) if host_trace else 0
+
     def step(name: str, args: list[_Buf], outs: list[_Buf]) -> None:
+        staging = staged if any(x is trace for x in args) else 0
         args = [*args, *(tr[0:1] if tr[0] is not None else [])]
         new_tr = buf("transcript", 32)
         rest = tuple((h.name, h.nbytes) for h in held if not any(h is x for x in args))
         pairs = lambda bufs: tuple((x.name, x.nbytes) for x in bufs)  # noqa: E731
         leaves = sum(x.leaves for x in [*outs, new_tr])
         table = (("output pointers", 8 * leaves),) if leaves > 1 else ()  # XLA's tuple of output arrays
-        rounds.append(ModelRound(name, rest, pairs(args), (*pairs([*outs, new_tr]), *table), temps(name)))
+        rounds.append(ModelRound(name, rest, pairs(args), (*pairs([*outs, new_tr]), *table), temps(name), staging))
         held.extend([*outs, new_tr])
         tr[0] = new_tr
 

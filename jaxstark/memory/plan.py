@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
+from jaxstark import transfer
 from jaxstark.air import AIR
 from jaxstark.chunking import chunk_group, units
 from jaxstark.config import StarkConfig
@@ -121,7 +122,11 @@ class Plan:
     def terms(self, r: RoundMemory) -> dict[str, int]:
         """The device set of round ``r`` term by term (bytes; aliased bytes count negative)."""
         out = dict(r.resident)
-        out.update({"round arguments": r.arguments, "round outputs": r.outputs, "round temporaries": r.temporaries})
+        out["round arguments"] = r.arguments
+        if r.staging > r.outputs + r.temporaries - r.aliased:  # the copy-in binds, before the round runs
+            out["host trace blocks in flight (copied in before the round)"] = r.staging
+            return out
+        out.update({"round outputs": r.outputs, "round temporaries": r.temporaries})
         if r.aliased:
             out["aliased (counted twice above)"] = -r.aliased
         return out
@@ -135,7 +140,7 @@ class Plan:
         rounds = [
             dict(unit=r.table, round=r.name, device=r.device, terms=self.terms(r), held_before=r.resident_bytes,
                  arguments=r.arguments, outputs=r.outputs, temporaries=r.temporaries, aliased=r.aliased,
-                 total=r.total)
+                 staging=r.staging, total=r.total)
             for r in self.rounds
         ]  # fmt: skip
         return dict(
@@ -157,10 +162,13 @@ class Plan:
         host = [t for t, h in enumerate(self.host_traces) if h]
         if not host:
             return "caller's traces: on the device, held for the whole proof"
+        staged = max((r.staging for r in self.rounds), default=0)
+        blocks = f"; copied in row blocks, at most {_size(staged)} in flight" if staged else ""
         if len(host) == len(self.host_traces):
-            return "caller's traces: in host memory, on the device only as arguments of the rounds that take them"
+            return ("caller's traces: in host memory, on the device only as arguments of the rounds that take them"
+                    + blocks)  # fmt: skip
         return (f"caller's traces: tables {host} in host memory (on the device only as arguments of the rounds that "
-                "take them), the rest on the device for the whole proof")  # fmt: skip
+                f"take them{blocks}), the rest on the device for the whole proof")  # fmt: skip
 
     def diagnostic(self, table: int | None, name: str) -> str:
         """Everything known about one round, for an error message."""
@@ -296,7 +304,7 @@ def plan_checked(
     # a plan is a function of these and of the process's environment: the next proof of the same
     # shapes reuses it instead of walking the schedule again
     key = (tuple(airs), tuple(log_ns), config, default, spread, chunks, fixed, host,
-           tuple(os.environ.get(name) for name in PLAN_ENV))  # fmt: skip
+           tuple(os.environ.get(name) for name in PLAN_ENV), transfer.settings())  # fmt: skip
     if key not in _PLANS:
         token = PLANNING.set(progress)
         try:

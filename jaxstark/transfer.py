@@ -1,0 +1,153 @@
+"""A host array onto one accelerator at the link's speed.
+
+One ``jax.device_put`` of a pageable numpy array is bound by one host thread's copy (3.9-7.9
+GB/s for a 2 GB trace on the H200's host, ``benchmarks/RESULTS.md``); row blocks put from
+several threads at once reach 21 GB/s. :func:`put` copies a large array in row blocks from a
+pool of threads and writes each block in place into one device buffer (a donated
+``dynamic_update_slice``), keeping at most ``slots`` blocks on the device beside that buffer:
+the device holds the array once, plus :func:`in_flight` bytes while it is copied in. The
+planner adds that figure to the device set of each round that takes a host trace
+(:class:`jaxstark.memory.executor.RoundMemory`'s ``staging``), so a plan still counts what is
+really on the device.
+
+Arrays on a CPU device, under :data:`MIN_BYTES`, spread over several devices, not C-contiguous,
+or of fewer than two blocks are put whole, as before. ``JAXSTARK_TRANSFER_THREADS`` sets the
+threads (default: the host's cores, at most 16; 0 or 1: every array put whole).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+import jax
+import numpy as np
+from jax import lax
+from jax.sharding import SingleDeviceSharding
+
+__all__ = ["MIN_BYTES", "THREADS_ENV", "threads", "settings", "platform", "layout", "in_flight", "wanted", "put"]
+
+THREADS_ENV = "JAXSTARK_TRANSFER_THREADS"
+MIN_BYTES = 64 << 20  # below this one device_put is as fast
+WHOLE_ON = frozenset({"cpu"})  # platforms whose arrays are always put whole (a host device needs no link)
+MAX_THREADS = 16  # 16 threads reached 21 GB/s on the H200's host (RESULTS.md, "Bringing a host trace in faster")
+MIN_BLOCK_BYTES = 4 << 20
+BLOCKS_PER_SLOT = 4  # at most a quarter of the array in flight
+
+
+def threads() -> int:
+    """Copy threads for one array (``JAXSTARK_TRANSFER_THREADS``; default the host's cores, at most 16)."""
+    env = os.environ.get(THREADS_ENV)
+    if env is None or env.strip() == "":
+        return min(MAX_THREADS, os.cpu_count() or 1)
+    try:
+        n = int(env)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise ValueError(f"{THREADS_ENV} must be a whole number >= 0 (0: put every array whole), got {env!r}")
+    return n
+
+
+def settings() -> tuple:
+    """What :func:`layout` depends on besides the array (a plan made under other settings is stale)."""
+    return threads(), MIN_BYTES, MIN_BLOCK_BYTES, BLOCKS_PER_SLOT, WHOLE_ON
+
+
+def platform(sharding) -> str | None:
+    """The platform of ``sharding``'s one device (None when it spans several: put whole)."""
+    if not isinstance(sharding, SingleDeviceSharding):
+        return None
+    (device,) = sharding.device_set
+    return device.platform
+
+
+def layout(shape: tuple[int, ...], itemsize: int, platform: str | None) -> tuple[int, int] | None:
+    """``(block_rows, slots)`` for copying an array of ``shape`` onto one device of ``platform``
+    in row blocks (blocks of ``block_rows`` rows of its second-to-last axis, at most ``slots`` of
+    them on the device at once), or None when it is put whole."""
+    t = threads()
+    nbytes = math.prod(shape) * itemsize
+    if platform is None or platform in WHOLE_ON or len(shape) < 2 or t < 2 or nbytes < MIN_BYTES:
+        return None
+    rows, row_bytes = shape[-2], shape[-1] * itemsize
+    if rows == 0 or row_bytes == 0:
+        return None
+    target = max(nbytes // (BLOCKS_PER_SLOT * t), MIN_BLOCK_BYTES)
+    br = min(1 << max(target // row_bytes, 1).bit_length() - 1, rows & -rows)  # a power of two dividing rows
+    blocks = math.prod(shape[:-1]) // br
+    if blocks < 2:
+        return None
+    return br, min(t, blocks)
+
+
+def in_flight(shape: tuple[int, ...], dtype, platform: str | None) -> int:
+    """Bytes of blocks on the device beside the array while :func:`put` copies it onto one device
+    of ``platform`` (0 when it is put whole)."""
+    itemsize = np.dtype(dtype).itemsize
+    lay = layout(tuple(shape), itemsize, platform)
+    return 0 if lay is None else lay[0] * lay[1] * shape[-1] * itemsize
+
+
+def wanted(x, sharding) -> bool:
+    """Whether :func:`put` copies ``x`` in blocks (a C-contiguous numpy array with a layout)."""
+    return (
+        isinstance(x, np.ndarray)
+        and x.flags.c_contiguous
+        and layout(x.shape, x.dtype.itemsize, platform(sharding)) is not None
+    )
+
+
+def put(x: np.ndarray, sharding) -> jax.Array:
+    """``x`` on the one device of ``sharding``: in row blocks from several threads when
+    :func:`wanted`, else by one ``jax.device_put``. The result equals ``jax.device_put(x, sharding)``."""
+    if not wanted(x, sharding):
+        return jax.device_put(x, sharding)
+    br, slots = layout(x.shape, x.dtype.itemsize, platform(sharding))
+    lead, rows = x.shape[:-2], x.shape[-2]
+    flat = x.reshape(-1, x.shape[-1])  # a view: x is C-contiguous
+    count = flat.shape[0] // br
+    block_shape = (1,) * len(lead) + (br, x.shape[-1])
+
+    def copy(j: int):
+        out = jax.device_put(flat[j * br : (j + 1) * br].reshape(block_shape), sharding)
+        return j, out.block_until_ready()
+
+    full = _zeros(x.shape, x.dtype, sharding)
+    with ThreadPoolExecutor(slots, thread_name_prefix="jaxstark-put") as pool:
+        pending = {pool.submit(copy, j) for j in range(min(slots, count))}
+        following = slots
+        try:
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    j, block = fut.result()
+                    first = j * br
+                    starts = (*np.unravel_index(first // rows, lead), first % rows, 0) if lead else (first, 0)
+                    full = _update(full, block, tuple(np.int32(s) for s in starts))
+                    del block
+                    full.block_until_ready()  # the block is freed before another is copied in
+                    if following < count:
+                        pending.add(pool.submit(copy, following))
+                        following += 1
+        except BaseException:
+            for fut in pending:
+                fut.cancel()
+            raise
+    return full
+
+
+@functools.partial(jax.jit, donate_argnums=0)
+def _update(full, block, starts):
+    return lax.dynamic_update_slice(full, block, starts)
+
+
+def _zeros(shape, dtype, sharding) -> jax.Array:
+    return _zeros_fn(tuple(shape), np.dtype(dtype), sharding)()
+
+
+@functools.lru_cache(maxsize=64)
+def _zeros_fn(shape, dtype, sharding):
+    return jax.jit(lambda: jax.numpy.zeros(shape, dtype), out_shardings=sharding)
