@@ -119,27 +119,38 @@ def put(x: np.ndarray, sharding) -> jax.Array:
         return j, out.block_until_ready()
 
     full = _zeros(x.shape, x.dtype, sharding)
-    with ThreadPoolExecutor(slots, thread_name_prefix="jaxstark-put") as pool:
-        pending = {pool.submit(copy, j) for j in range(min(slots, count))}
-        following = slots
-        try:
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    j, block = fut.result()
-                    first = j * br
-                    starts = (*np.unravel_index(first // rows, lead), first % rows, 0) if lead else (first, 0)
-                    full = _update(full, block, tuple(np.int32(s) for s in starts))
-                    del block
-                    full.block_until_ready()  # the block is freed before another is copied in
-                    if following < count:
-                        pending.add(pool.submit(copy, following))
-                        following += 1
-        except BaseException:
-            for fut in pending:
-                fut.cancel()
-            raise
+    pool = _pool(slots)
+    pending = {pool.submit(copy, j) for j in range(min(slots, count))}
+    following = slots
+    try:
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                j, block = fut.result()
+                first = j * br
+                starts = (*np.unravel_index(first // rows, lead), first % rows, 0) if lead else (first, 0)
+                full = _update(full, block, tuple(np.int32(s) for s in starts))
+                del block
+                full.block_until_ready()  # the block is freed before another is copied in
+                if following < count:
+                    pending.add(pool.submit(copy, following))
+                    following += 1
+    except BaseException:
+        for fut in pending:
+            fut.cancel()
+        wait(pending)  # no copy outlives the call
+        raise
     return full
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def _pool(size: int) -> ThreadPoolExecutor:
+    """The copy threads of ``size``, started once and kept for the next array."""
+    if size not in _POOLS:
+        _POOLS[size] = ThreadPoolExecutor(size, thread_name_prefix="jaxstark-put")
+    return _POOLS[size]
 
 
 @functools.partial(jax.jit, donate_argnums=0)
