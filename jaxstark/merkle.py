@@ -115,10 +115,8 @@ def _reference_build(matrix: Array, hash_name: str) -> Array:
 def _build(matrix: Array, hash_name: str) -> Array:
     """The node array of :func:`commit`: the Pallas kernels of :mod:`jaxstark.kernels.merkle`
     where the kernel posture puts them (a CUDA device, by default) and the hash has a kernel
-    form and the tree is large enough to pay for their compilation
-    (:func:`jaxstark.kernels.merkle.kernel_builds`), else :func:`_reference_build`; both give
-    the same bytes."""
-    if not kernel_merkle.kernel_builds(hash_name, matrix.shape[0]):
+    form, else :func:`_reference_build`; both give the same bytes."""
+    if kernel_merkle.kernel_hash(hash_name) is None:
         return _reference_build(matrix, hash_name)
     return switch(
         functools.partial(_reference_build, hash_name=hash_name),

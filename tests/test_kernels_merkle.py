@@ -132,18 +132,6 @@ def test_build_matches_the_reference(log_n, width):
     np.testing.assert_array_equal(got, _reference(m))
 
 
-def test_which_trees_the_kernels_build():
-    """BLAKE3 trees under ``min_leaves`` are left to the jnp builder (a kernel per tree size costs
-    XLA:GPU ~18 s to compile); Keccak's and Poseidon2's kernels build every tree; an unknown
-    hash is refused by name."""
-    floor = km.TILINGS["blake3"].min_leaves
-    assert floor > 1 and floor & (floor - 1) == 0
-    assert not km.kernel_builds("blake3", floor // 2) and km.kernel_builds("blake3", floor)
-    assert km.kernel_builds("keccak256", 2) and km.kernel_builds("poseidon2", 2)
-    with pytest.raises(ValueError, match="sha256"):
-        km.kernel_builds("sha256", 1 << 20)
-
-
 def test_build_with_the_default_blake3_tiling_and_extension_columns():
     """Four fused levels per pass (15 compressions per tree kernel), then one pass of one level:
     2^5 leaves of 4 extension columns (12 elements each, flattened coordinate by coordinate)."""

@@ -52,7 +52,7 @@ from jaxtyping import Array, UInt8, UInt64
 
 from jaxstark.kernels import launch
 
-__all__ = ["Tiling", "TILINGS", "kernel_hash", "kernel_builds", "pass_plan", "leaf_digests", "build_nodes"]
+__all__ = ["Tiling", "TILINGS", "kernel_hash", "pass_plan", "leaf_digests", "build_nodes"]
 
 WORDS = 4  # uint64 words per 32-byte digest
 _ZERO = np.uint64(0)
@@ -70,19 +70,13 @@ class Tiling(NamedTuple):
     tree_warps: int = 4
     max_levels: int = 3
     unroll: bool = False
-    min_leaves: int = 0  # smaller trees are built by the jnp builder (jaxstark.merkle._build)
 
 
 # Rolled rounds everywhere: on an H200 (benchmarks/compile_merkle_kernels.py, 2^20 x 62) the
 # unrolled BLAKE3 4-level pass and the unrolled Keccak build each compiled for over 150 s, the
 # rolled builds in 0.8-24 s, and ran as fast or faster (RESULTS.md, "Merkle kernels").
-# BLAKE3's 4-level pass costs XLA:GPU about 18 s to compile, whatever the tree's size, and every
-# tree size is a kernel of its own: trees under 2^18 leaves (the smaller FRI layers, the final
-# round's scanned layers) are built by the jnp builder instead, which compiles in about a second
-# and at these sizes runs in a fraction of a millisecond (RESULTS.md, "Compile time: small trees
-# without the kernels"). The Keccak and Poseidon2 kernels compile in about a second.
 TILINGS: dict[str, Tiling] = {
-    "blake3": Tiling(leaf_block=256, tree_block=128, max_levels=4, min_leaves=1 << 18),
+    "blake3": Tiling(leaf_block=256, tree_block=128, max_levels=4),
     "keccak256": Tiling(leaf_block=128, tree_block=128, max_levels=2),
     "poseidon2": Tiling(leaf_block=128, tree_block=128, max_levels=1),
 }
@@ -108,15 +102,6 @@ def kernel_hash(name: str) -> Any | None:
         if e.name == module:
             return None
         raise
-
-
-def kernel_builds(hash_name: str, leaves: int) -> bool:
-    """Whether a tree of ``leaves`` leaves under ``hash_name`` is built by these kernels (where
-    the kernel posture puts them): the hash has a kernel form and the tree is not under its
-    tiling's ``min_leaves``."""
-    if kernel_hash(hash_name) is None:
-        return False
-    return leaves >= TILINGS.get(hash_name, Tiling()).min_leaves
 
 
 def _compiled_form(h: Any, interpret: bool, tiling: Tiling) -> Any:
