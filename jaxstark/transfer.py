@@ -33,8 +33,11 @@ THREADS_ENV = "JAXSTARK_TRANSFER_THREADS"
 MIN_BYTES = 64 << 20  # below this one device_put is as fast
 WHOLE_ON = frozenset({"cpu"})  # platforms whose arrays are always put whole (a host device needs no link)
 MAX_THREADS = 16  # 16 threads reached 21 GB/s on the H200's host (RESULTS.md, "Bringing a host trace in faster")
-MIN_BLOCK_BYTES = 4 << 20
-BLOCKS_PER_SLOT = 4  # at most a quarter of the array in flight
+# blocks of at least 16 MiB: a 416 MiB trace in 4 MiB blocks came in at 11 GB/s, in 16 MiB blocks
+# at 20 GB/s (16 threads, H200; RESULTS.md); a larger array is cut so that at most a quarter of it
+# is in flight
+MIN_BLOCK_BYTES = 16 << 20
+BLOCKS_PER_SLOT = 4
 
 
 def threads() -> int:
