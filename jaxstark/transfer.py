@@ -2,7 +2,7 @@
 
 One ``jax.device_put`` of a pageable numpy array is bound by one host thread's copy (3.9-7.9
 GB/s for a 2 GB trace on the H200's host, ``benchmarks/RESULTS.md``); row blocks put from
-several threads at once reach 21 GB/s. :func:`put` copies a large array in row blocks from a
+several threads at once reach 26-30 GB/s. :func:`put` copies a large array in row blocks from a
 pool of threads and writes each block in place into one device buffer (a donated
 ``dynamic_update_slice``), keeping at most ``slots`` blocks on the device beside that buffer:
 the device holds the array once, plus :func:`in_flight` bytes while it is copied in. The
@@ -10,8 +10,8 @@ planner adds that figure to the device set of each round that takes a host trace
 (:class:`jaxstark.memory.executor.RoundMemory`'s ``staging``), so a plan still counts what is
 really on the device.
 
-Arrays on a CPU device, under :data:`MIN_BYTES`, spread over several devices, not C-contiguous,
-or of fewer than two blocks are put whole, as before. ``JAXSTARK_TRANSFER_THREADS`` sets the
+Arrays on a CPU device, under :data:`MIN_BYTES`, spread over several devices or processes, or
+too small for blocks over two threads are put whole, as before (:func:`layout`). ``JAXSTARK_TRANSFER_THREADS`` sets the
 threads (default: the host's cores, at most 16; 0 or 1: every array put whole).
 """
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import jax
@@ -33,11 +34,11 @@ THREADS_ENV = "JAXSTARK_TRANSFER_THREADS"
 MIN_BYTES = 64 << 20  # below this one device_put is as fast
 WHOLE_ON = frozenset({"cpu"})  # platforms whose arrays are always put whole (a host device needs no link)
 MAX_THREADS = 16  # 16 threads reached 21 GB/s on the H200's host (RESULTS.md, "Bringing a host trace in faster")
-# blocks of at least 16 MiB: a 416 MiB trace in 4 MiB blocks came in at 11 GB/s, in 16 MiB blocks
-# at 20 GB/s (16 threads, H200; RESULTS.md); a larger array is cut so that at most a quarter of it
-# is in flight
+# blocks of about 16 MiB (a power of two rows, so 8-16 MiB): a 416 MiB trace in 4 MiB blocks came
+# in at 11 GB/s, in 16 MiB blocks at 19-21 GB/s (8-16 threads, H200; RESULTS.md); a larger array
+# in blocks of a quarter of it over the threads
 MIN_BLOCK_BYTES = 16 << 20
-BLOCKS_PER_SLOT = 4
+BLOCKS_PER_SLOT = 4  # at most a quarter of the array in flight
 
 
 def threads() -> int:
@@ -60,8 +61,9 @@ def settings() -> tuple:
 
 
 def platform(sharding) -> str | None:
-    """The platform of ``sharding``'s one device (None when it spans several: put whole)."""
-    if not isinstance(sharding, SingleDeviceSharding):
+    """The platform of ``sharding``'s one device (None when it spans several devices or the run
+    spans several processes: put whole)."""
+    if not isinstance(sharding, SingleDeviceSharding) or jax.process_count() > 1:
         return None
     (device,) = sharding.device_set
     return device.platform
@@ -69,8 +71,10 @@ def platform(sharding) -> str | None:
 
 def layout(shape: tuple[int, ...], itemsize: int, platform: str | None) -> tuple[int, int] | None:
     """``(block_rows, slots)`` for copying an array of ``shape`` onto one device of ``platform``
-    in row blocks (blocks of ``block_rows`` rows of its second-to-last axis, at most ``slots`` of
-    them on the device at once), or None when it is put whole."""
+    in row blocks (blocks of ``block_rows`` rows of its second-to-last axis, a power of two
+    dividing it; at most ``slots`` blocks on the device at once, a quarter of the array), or
+    None when it is put whole (too small, too few blocks for two threads, or blocks under
+    1/16 of :data:`MIN_BLOCK_BYTES`)."""
     t = threads()
     nbytes = math.prod(shape) * itemsize
     if platform is None or platform in WHOLE_ON or len(shape) < 2 or t < 2 or nbytes < MIN_BYTES:
@@ -81,9 +85,10 @@ def layout(shape: tuple[int, ...], itemsize: int, platform: str | None) -> tuple
     target = max(nbytes // (BLOCKS_PER_SLOT * t), MIN_BLOCK_BYTES)
     br = min(1 << max(target // row_bytes, 1).bit_length() - 1, rows & -rows)  # a power of two dividing rows
     blocks = math.prod(shape[:-1]) // br
-    if blocks < 2:
+    slots = min(t, blocks // BLOCKS_PER_SLOT)
+    if slots < 2 or br * row_bytes * 16 < MIN_BLOCK_BYTES:
         return None
-    return br, min(t, blocks)
+    return br, slots
 
 
 def in_flight(shape: tuple[int, ...], dtype, platform: str | None) -> int:
@@ -95,12 +100,8 @@ def in_flight(shape: tuple[int, ...], dtype, platform: str | None) -> int:
 
 
 def wanted(x, sharding) -> bool:
-    """Whether :func:`put` copies ``x`` in blocks (a C-contiguous numpy array with a layout)."""
-    return (
-        isinstance(x, np.ndarray)
-        and x.flags.c_contiguous
-        and layout(x.shape, x.dtype.itemsize, platform(sharding)) is not None
-    )
+    """Whether :func:`put` copies ``x`` in blocks (a numpy array with a layout)."""
+    return isinstance(x, np.ndarray) and layout(x.shape, x.dtype.itemsize, platform(sharding)) is not None
 
 
 def put(x: np.ndarray, sharding) -> jax.Array:
@@ -110,28 +111,31 @@ def put(x: np.ndarray, sharding) -> jax.Array:
         return jax.device_put(x, sharding)
     br, slots = layout(x.shape, x.dtype.itemsize, platform(sharding))
     lead, rows = x.shape[:-2], x.shape[-2]
-    flat = x.reshape(-1, x.shape[-1])  # a view: x is C-contiguous
-    count = flat.shape[0] // br
+    count = math.prod(lead) * rows // br
     block_shape = (1,) * len(lead) + (br, x.shape[-1])
+    landed: dict[int, jax.Array] = {}  # block j on the device, until the main thread takes it
 
-    def copy(j: int):
-        out = jax.device_put(flat[j * br : (j + 1) * br].reshape(block_shape), sharding)
-        return j, out.block_until_ready()
+    def starts(j: int) -> tuple:
+        first = j * br
+        return (*np.unravel_index(first // rows, lead), first % rows, 0) if lead else (first, 0)
+
+    def copy(j: int) -> int:
+        *index, r, _ = starts(j)
+        rows_j = np.ascontiguousarray(x[(*index, slice(r, r + br))]).reshape(block_shape)
+        landed[j] = jax.device_put(rows_j, sharding).block_until_ready()
+        return j
 
     full = _zeros(x.shape, x.dtype, sharding)
     pool = _pool(slots)
     pending = {pool.submit(copy, j) for j in range(min(slots, count))}
-    following = slots
+    following = len(pending)
     try:
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
-                j, block = fut.result()
-                first = j * br
-                starts = (*np.unravel_index(first // rows, lead), first % rows, 0) if lead else (first, 0)
-                full = _update(full, block, tuple(np.int32(s) for s in starts))
-                del block
-                full.block_until_ready()  # the block is freed before another is copied in
+                j = fut.result()
+                full = _update(full, landed.pop(j), tuple(np.int32(s) for s in starts(j)))
+                full.block_until_ready()  # block j is freed before another is copied in
                 if following < count:
                     pending.add(pool.submit(copy, following))
                     following += 1
@@ -139,18 +143,22 @@ def put(x: np.ndarray, sharding) -> jax.Array:
         for fut in pending:
             fut.cancel()
         wait(pending)  # no copy outlives the call
+        landed.clear()
         raise
     return full
 
 
-_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
 
 
 def _pool(size: int) -> ThreadPoolExecutor:
-    """The copy threads of ``size``, started once and kept for the next array."""
-    if size not in _POOLS:
-        _POOLS[size] = ThreadPoolExecutor(size, thread_name_prefix="jaxstark-put")
-    return _POOLS[size]
+    """The copy threads of ``size``, started once per process and kept for the next array."""
+    key = (os.getpid(), size)  # a forked child starts its own
+    with _POOLS_LOCK:
+        if key not in _POOLS:
+            _POOLS[key] = ThreadPoolExecutor(size, thread_name_prefix="jaxstark-put")
+        return _POOLS[key]
 
 
 @functools.partial(jax.jit, donate_argnums=0)

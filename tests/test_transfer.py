@@ -2,6 +2,8 @@
 one ``device_put``, written in place, its blocks in flight counted by the plan and the model."""
 
 import dataclasses
+import time
+import weakref
 
 import jax
 import jax.numpy as jnp
@@ -32,7 +34,10 @@ def blocks(monkeypatch):
 
     def counted(full, block, starts):
         calls.append(tuple(int(s) for s in starts))
-        return update(full, block, starts)
+        before = full.unsafe_buffer_pointer()
+        out = update(full, block, starts)
+        assert full.is_deleted() and out.unsafe_buffer_pointer() == before  # donated: written in place
+        return out
 
     monkeypatch.setattr(transfer, "_update", counted)
     return calls
@@ -43,7 +48,7 @@ def test_blocks_give_the_array_device_put_gives(blocks, shape):
     x = np.random.default_rng(sum(shape)).integers(0, 2**64, size=shape, dtype=np.uint64)
     br, slots = transfer.layout(shape, 8, "cpu")
     count = int(np.prod(shape[:-1])) // br
-    assert shape[-2] % br == 0 and br & (br - 1) == 0 and count >= 2 and slots == min(3, count)
+    assert shape[-2] % br == 0 and br & (br - 1) == 0 and slots == min(3, count // 4) >= 2
     y = transfer.put(x, SHARDING)
     assert y.shape == x.shape and y.dtype == x.dtype and y.sharding == SHARDING
     np.testing.assert_array_equal(np.asarray(y), x)
@@ -53,20 +58,60 @@ def test_blocks_give_the_array_device_put_gives(blocks, shape):
 
 def test_what_is_put_whole(blocks):
     x = np.arange(64 * 6, dtype=np.uint64).reshape(64, 6)
-    for arr, sharding in ((x[:, ::2], SHARDING), (x, None), (jnp.asarray(x), SHARDING), (x[0], SHARDING)):
-        assert not transfer.wanted(arr, sharding)
-    np.testing.assert_array_equal(np.asarray(transfer.put(x[:, ::2], SHARDING)), x[:, ::2])
-    assert blocks == []  # a strided view is put whole
-    assert transfer.in_flight((64, 6), np.uint64, None) == 0  # spread over several devices
+    for arr, sharding in ((x, None), (jnp.asarray(x), SHARDING), (x[0], SHARDING), (x[:4], SHARDING)):
+        assert not transfer.wanted(arr, sharding)  # spread, on a device already, 1-D, too few blocks
+    assert transfer.in_flight((64, 6), np.uint64, None) == 0
+    np.testing.assert_array_equal(np.asarray(transfer.put(x[:4], SHARDING)), x[:4])
+    assert blocks == []
+
+
+@pytest.mark.parametrize("view", ["strided", "fortran"])
+def test_arrays_that_are_not_contiguous_go_in_blocks_too(blocks, view):
+    x = np.random.default_rng(3).integers(0, 2**64, size=(1024, 14), dtype=np.uint64)
+    x = x[:, ::2] if view == "strided" else np.asfortranarray(x)
+    assert transfer.wanted(x, SHARDING)
+    np.testing.assert_array_equal(np.asarray(transfer.put(x, SHARDING)), x)
+    assert len(blocks) == 1024 // transfer.layout(x.shape, 8, "cpu")[0]
+
+
+def test_at_most_slots_blocks_are_on_the_device_at_once(blocks, monkeypatch):
+    """The bound the plan counts: every block the copy threads have put and the main thread has
+    not yet written (and dropped) is alive; there are never more than ``slots`` of them."""
+    put, update = jax.device_put, transfer._update
+    alive, most = [], [0]
+
+    def slow_put(x, s=None, **kw):
+        time.sleep(0.005)
+        out = put(x, s, **kw)
+        alive.append(weakref.ref(out))
+        most[0] = max(most[0], sum(r() is not None for r in alive))
+        return out
+
+    def counting(full, block, starts):
+        most[0] = max(most[0], sum(r() is not None for r in alive))
+        return update(full, block, starts)
+
+    monkeypatch.setattr(transfer.jax, "device_put", slow_put)
+    monkeypatch.setattr(transfer, "_update", counting)
+    x = np.arange(1024 * 7, dtype=np.uint64).reshape(1024, 7)
+    br, slots = transfer.layout(x.shape, 8, "cpu")
+    np.testing.assert_array_equal(np.asarray(transfer.put(x, SHARDING)), x)
+    assert len(alive) == 1024 // br > 2 * slots and most[0] == slots
 
 
 def test_defaults_put_host_arrays_whole_on_a_cpu_and_small_ones_anywhere(monkeypatch):
-    monkeypatch.delenv(transfer.THREADS_ENV, raising=False)
+    monkeypatch.setenv(transfer.THREADS_ENV, "16")
     assert transfer.layout((1 << 22, 62), 8, "cpu") is None
     assert transfer.layout((1 << 10, 62), 8, "gpu") is None  # 496 KiB: under MIN_BYTES
-    br, slots = transfer.layout((1 << 22, 62), 8, "gpu")  # 1984 MiB onto a GPU
-    if transfer.threads() >= 2:
-        assert slots == transfer.threads() and slots * br * 62 * 8 <= (1 << 22) * 62 * 8 // 4
+    assert transfer.layout((1 << 17, 64), 8, "gpu") is None  # 64 MiB: four blocks, one thread's worth
+    for shape, slots in (((1 << 22, 62), 16), ((1 << 22, 13), 8), ((1 << 18, 62), 2), ((16, 1 << 14, 62), 4)):
+        br, got = transfer.layout(shape, 8, "gpu")
+        nbytes = int(np.prod(shape)) * 8
+        assert got == slots and shape[-2] % br == 0, shape
+        assert br * shape[-1] * 8 * 16 >= transfer.MIN_BLOCK_BYTES  # blocks of at least 1 MiB
+        assert transfer.in_flight(shape, np.uint64, "gpu") == slots * br * shape[-1] * 8 <= nbytes // 4, shape
+    assert transfer.layout((1 << 20, 61), 8, "gpu") is not None
+    assert transfer.layout(((1 << 20) + 1, 62), 8, "gpu") is None  # odd rows: one-row blocks, put whole
     monkeypatch.setenv(transfer.THREADS_ENV, "0")
     assert transfer.layout((1 << 22, 62), 8, "gpu") is None
 
@@ -86,11 +131,22 @@ def test_a_failed_block_copy_is_raised(blocks, monkeypatch):
             raise RuntimeError("link down")
         return put(x, s, **kw)
 
-    monkeypatch.setattr(transfer.jax, "device_put", failing)
+    running = [0]
+
+    def slow(x, s=None, **kw):
+        running[0] += 1
+        try:
+            time.sleep(0.01)
+            return failing(x, s, **kw)
+        finally:
+            running[0] -= 1
+
+    monkeypatch.setattr(transfer.jax, "device_put", slow)
     x = np.arange(1024 * 7, dtype=np.uint64).reshape(1024, 7)
     assert transfer.layout(x.shape, 8, "cpu")[0] == 64
     with pytest.raises(RuntimeError, match="link down"):
         transfer.put(x, SHARDING)
+    assert running[0] == 0  # no copy outlives the failed call
 
 
 def test_a_proof_from_blocks_is_the_same_and_its_plan_counts_them(blocks):

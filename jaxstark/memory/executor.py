@@ -533,9 +533,14 @@ class Planner(_Executor):
         exe, fresh = _compiled(fn, static, args, shardings, name, describe, defer=True)
         seconds = time.perf_counter() - start
         passed = _nbytes(jax.tree.map(_sds, args, shardings))
-        staging = sum(transfer.in_flight(x.shape, x.dtype, transfer.platform(s))
-                      for x, s in zip(jax.tree.leaves(args), jax.tree.leaves(shardings), strict=True)
-                      if id(x) in self.on_host)  # fmt: skip
+        staging = max(
+            (
+                transfer.in_flight(x.shape, x.dtype, transfer.platform(s))
+                for x, s in zip(jax.tree.leaves(args), jax.tree.leaves(shardings), strict=True)
+                if id(x) in self.on_host
+            ),
+            default=0,
+        )  # host arrays are copied in one after another
         arg_ids = {id(x) for x in jax.tree.leaves(args)}
         by_name: dict[str, int] = {}
         fixed = 0

@@ -246,7 +246,7 @@ class TableModel:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "rounds"}
         rounds = [
             dict(round=r.name, terms=r.terms(), held_before=r.held_bytes, arguments=r.argument_bytes,
-                 outputs=r.output_bytes, temporaries=r.temporaries, total=r.total)
+                 outputs=r.output_bytes, temporaries=r.temporaries, staging=r.staging, total=r.total)
             for r in self.rounds
         ]  # fmt: skip
         fit = FIT_QUALITY.get(self.backend, "custom")
@@ -263,9 +263,9 @@ class TableModel:
         b = self.binding
         for r in self.rounds:
             values = (r.held_bytes, r.argument_bytes, r.output_bytes, r.temporaries, r.total)
-            lines.append(
-                f"{r.name:18}" + "".join(f" {format_bytes(v):>12}" for v in values) + ("  <- binding" if r is b else "")
-            )
+            mark = "  <- copy-in binds" if r.staging > r.output_bytes + r.temporaries else ""
+            mark += "  <- binding" if r is b else ""
+            lines.append(f"{r.name:18}" + "".join(f" {format_bytes(v):>12}" for v in values) + mark)
         fit = FIT_QUALITY.get(self.backend, "custom")
         lines.append(f"peak {format_bytes(b.total)} ({b.name}); temporaries fitted: {fit}")
         return "\n".join(lines)

@@ -225,7 +225,8 @@ class Plan:
         lines += [head, "-" * len(head)]
         b = self.binding
         for r in self.rounds:
-            mark = "  <- binding" if r is b else ""
+            mark = "  <- copy-in binds" if r.staging > r.outputs + r.temporaries - r.aliased else ""
+            mark += "  <- binding" if r is b else ""
             t = "all" if r.table is None else str(r.table)
             values = (r.resident_bytes, r.arguments, r.outputs, r.temporaries, r.total)
             lines.append(f"{t:>5} {r.name:18}" + "".join(f" {_size(v):>12}" for v in values) + mark)
