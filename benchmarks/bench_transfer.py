@@ -6,12 +6,15 @@ Prints one line per method, best of 5 (bytes / seconds): the field check as ``an
 one ``max`` pass; ``jax.device_put`` of the whole array; of ``k`` row blocks in one call (then
 concatenated on the device); of ``k`` row blocks each put from its own thread (left as
 blocks: the copy alone); and :func:`jaxstark.transfer.put`, the prover's way (row blocks from
-threads written in place into one device array; checked equal first).
+threads written in place into one device array; checked equal first), and with
+``--sweep-block-mib 4 16`` the same under other block sizes and thread counts
+(``layout``: block rows and threads).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +25,8 @@ def main(argv=None) -> int:
     ap.add_argument("--log-rows", type=int, default=22)
     ap.add_argument("--width", type=int, default=62)
     ap.add_argument("--device", default="gpu", choices=("cpu", "gpu"))
+    ap.add_argument("--sweep-block-mib", type=int, nargs="*", default=[], help="transfer.put at these blocks")
+    ap.add_argument("--sweep-threads", type=int, nargs="*", default=[16, 8], help="... and these thread counts")
     args = ap.parse_args(argv)
 
     import jax
@@ -63,6 +68,13 @@ def main(argv=None) -> int:
     best(f"jaxstark.transfer.put ({transfer.threads()} threads, "
          f"{'blocks' if transfer.wanted(a, single) else 'whole'})",
          lambda: jax.block_until_ready(transfer.put(a, single)))  # fmt: skip
+    for mib in args.sweep_block_mib:  # the same under other block sizes and thread counts
+        for threads in args.sweep_threads:
+            transfer.MIN_BLOCK_BYTES = mib << 20
+            os.environ[transfer.THREADS_ENV] = str(threads)
+            lay = transfer.layout(a.shape, a.dtype.itemsize, transfer.platform(single))
+            best(f"  min block {mib} MiB, {threads} threads: layout {lay}",
+                 lambda: jax.block_until_ready(transfer.put(a, single)))  # fmt: skip
     return 0
 
 
