@@ -36,12 +36,15 @@ from jaxtyping import Array, UInt64
 
 from jaxstark.errors import ShapeError
 from jaxstark.field import goldilocks as gl
+from jaxstark.field import host
 from jaxstark.kernels import switch
 from jaxstark.ntt import (
+    HOST_TABLES_UP_TO,
     MAX_LOG_N,
     NTTTables,
     _bit_reverse_rows,
     _dif_levels,
+    _host_tables,
     _intt_core,
     _make_tables,
     _target_device,
@@ -49,6 +52,7 @@ from jaxstark.ntt import (
     concrete,
     dif_bitrev,
     dit_natural,
+    on_device,
     resolve_tables,
 )
 
@@ -89,8 +93,18 @@ def _make_lde_tables(log_n: int, log_blowup: int, offset: int) -> LDETables:
 _make_lde_tables_jit = jax.jit(_make_lde_tables, static_argnums=(0, 1, 2))
 
 
+def _host_shifts(log_n: int, log_blowup: int, offset: int) -> np.ndarray:
+    """:func:`_make_shifts` as a numpy array, in Python integers."""
+    w_l = gl.root_of_unity(log_n + log_blowup)
+    bases = [offset * pow(w_l, j, gl.P) % gl.P for j in range(1 << log_blowup)]
+    return np.stack([host.powers(b, 1 << log_n) for b in bases], axis=1)
+
+
 @functools.lru_cache(maxsize=32)
 def _cached(log_n: int, log_blowup: int, offset: int, device) -> LDETables:
+    if (1 << (log_n + log_blowup)) <= HOST_TABLES_UP_TO:  # small: on the host (see ntt.HOST_TABLES_UP_TO)
+        ntt = NTTTables(log_n, *on_device(_host_tables(log_n), device))
+        return LDETables(log_blowup, offset, ntt, on_device(_host_shifts(log_n, log_blowup, offset), device))
     return concrete(_make_lde_tables_jit, log_n, log_blowup, offset, device=device)
 
 

@@ -45,6 +45,7 @@ from jaxtyping import Array, UInt64
 
 from jaxstark.errors import ShapeError
 from jaxstark.field import goldilocks as gl
+from jaxstark.field import host
 from jaxstark.field._check import field_array
 from jaxstark.kernels import interpret as _interpret
 from jaxstark.kernels import ntt as _kntt
@@ -111,8 +112,31 @@ def concrete(jitted, *static, device: jax.Device):
         return jitted.lower(*static).compile()()
 
 
+# Tables of at most this many entries are computed with Python integers on the host and copied
+# to the device (milliseconds), not by a compiled builder (loading or compiling its executable
+# costs a new process tenths of a second per table); both give the same values (tested).
+HOST_TABLES_UP_TO = 1 << 14
+
+
+def _host_tables(log_n: int) -> tuple:
+    """:func:`_make_tables`' ``(forward, inverse, n_inv)`` as numpy arrays, in Python integers."""
+    w = gl.root_of_unity(log_n)
+    half = max((1 << log_n) >> 1, 1)
+    inv = pow(w, gl.P - 2, gl.P)
+    return host.powers(w, half), host.powers(inv, half), np.uint64(pow(1 << log_n, gl.P - 2, gl.P))
+
+
+def on_device(tree, device: jax.Device):
+    """Host (numpy) tables as concrete arrays on ``device``, even when first asked for inside a
+    trace (a cached tracer would leak into every later caller)."""
+    with jax.ensure_compile_time_eval():
+        return jax.device_put(tree, device)
+
+
 @functools.lru_cache(maxsize=64)
 def _cached_tables(log_n: int, device) -> NTTTables:
+    if (1 << log_n) // 2 <= HOST_TABLES_UP_TO:
+        return NTTTables(log_n, *on_device(_host_tables(log_n), device))
     return concrete(_make_tables_jit, log_n, device=device)
 
 

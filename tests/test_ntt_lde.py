@@ -253,3 +253,36 @@ def test_tables_first_asked_for_inside_a_trace_are_cached_concrete():
     for leaf in jax.tree.leaves((lde.lde_tables(7, 8), ntt.ntt_tables(7))):
         assert not isinstance(leaf, jax.core.Tracer)
     assert lde.coset_lde(jnp.zeros((1 << 7, 2), jnp.uint64), 8).shape == (1 << 10, 2)
+
+
+def _same_tables(a, b) -> bool:
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    return len(la) == len(lb) and all(
+        np.asarray(x).shape == np.asarray(y).shape
+        and np.asarray(x).dtype == np.asarray(y).dtype
+        and np.array_equal(np.asarray(x), np.asarray(y))
+        for x, y in zip(la, lb, strict=True)
+    )
+
+
+def test_small_tables_built_on_the_host_equal_the_compiled_builders():
+    """Domains of at most ``HOST_TABLES_UP_TO`` entries get their twiddles and coset shifts from
+    Python integers (no program to load); they equal the compiled builders' bit for bit, on
+    both sides of the threshold."""
+    dev = jax.devices()[0]
+    top = ntt.HOST_TABLES_UP_TO.bit_length()  # size 2^top: half of it is the threshold, the last host size
+    for log_n in range(top + 2):
+        assert _same_tables(ntt._cached_tables(log_n, dev), ntt.concrete(ntt._make_tables_jit, log_n, device=dev))
+    for log_n, log_b in ((1, 1), (5, 2), (10, 2), (top - 2, 1), (top - 2, 2), (3, 4)):
+        built = ntt.concrete(lde._make_lde_tables_jit, log_n, log_b, lde.DEFAULT_OFFSET, device=dev)
+        assert _same_tables(lde._cached(log_n, log_b, lde.DEFAULT_OFFSET, dev), built), (log_n, log_b)
+    w = gl.root_of_unity(5)
+    np.testing.assert_array_equal(ntt._host_tables(5)[0], [pow(w, j, gl.P) for j in range(16)])
+
+
+def test_host_tables_first_asked_for_inside_a_trace_are_concrete():
+    ntt._cached_tables.cache_clear()
+    jax.jit(lambda x: x + ntt.ntt_tables(4).forward[1])(np.uint64(1))
+    cached = ntt.ntt_tables(4)
+    assert not any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(cached))
+    assert int(cached.forward[1]) == gl.root_of_unity(4)

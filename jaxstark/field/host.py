@@ -23,7 +23,7 @@ import numpy as np
 
 from jaxstark.field.goldilocks import P, root_of_unity
 
-__all__ = ["HostVal", "batch", "interpolate", "inv_base"]
+__all__ = ["HostVal", "batch", "interpolate", "inv_base", "powers"]
 
 
 def _reduce(x):
@@ -35,6 +35,16 @@ def _reduce(x):
 def batch(values) -> np.ndarray:
     """Base-field values (any integer array or sequence) as an ``object`` array of Python ints."""
     return np.asarray(values).astype(object) % P
+
+
+def powers(base: int, n: int) -> np.ndarray:
+    """``base^0 .. base^(n-1)`` as a ``uint64`` array, one Python multiplication each (the
+    twiddle and coset tables of small domains, :data:`jaxstark.ntt.HOST_TABLES_UP_TO`)."""
+    out, x, b = [], 1, int(base) % P
+    for _ in range(n):
+        out.append(x)
+        x = x * b % P
+    return np.array(out, dtype=np.uint64)
 
 
 def inv_base(x):
