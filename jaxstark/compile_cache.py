@@ -168,8 +168,12 @@ def _plain(value) -> str | None:
     return None
 
 
+# modules whose settings decide how arrays reach a device, never what a program computes
+_NO_PROGRAMS = ("jaxstark.transfer",)
+
+
 def _tunables() -> str:
-    """Every upper-case, plain-data global of every jaxstark module, as it is now (a test or a
+    """Every upper-case, plain-data global of every jaxstark module but :data:`_NO_PROGRAMS`, as it is now (a test or a
     benchmark may have changed one). All of them are imported first, so the key does not depend
     on which happened to be loaded."""
     if not _ALL_IMPORTED:
@@ -185,7 +189,7 @@ def _tunables() -> str:
     for name, module in sorted(
         (n, m) for n, m in list(sys.modules.items()) if n == "jaxstark" or n.startswith("jaxstark.")
     ):
-        if name.endswith("__main__"):
+        if name.endswith("__main__") or name in _NO_PROGRAMS:
             continue
         for key, value in sorted(vars(module).items()):
             if not key.isupper() or (isinstance(value, (dict, list)) and key.startswith("_")):

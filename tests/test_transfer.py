@@ -89,6 +89,7 @@ def test_at_most_slots_blocks_are_on_the_device_at_once(blocks, monkeypatch):
 
     def counting(full, block, starts):
         most[0] = max(most[0], sum(r() is not None for r in alive))
+        time.sleep(0.02)  # a slow writer: every free thread lands its block meanwhile
         return update(full, block, starts)
 
     monkeypatch.setattr(transfer.jax, "device_put", slow_put)
