@@ -156,6 +156,7 @@ def test_changed_source_or_tunables_are_never_stored_under_the_old_key(monkeypat
     from jaxstark import compile_cache as cc
     from jaxstark.rounds import r4_fri_layer
 
+    monkeypatch.setattr(cc, "_TUNABLES", [])  # this test's first key (a module run before may have changed one)
     cc.program_key("probe", {}, [], None, "cpu", "cpu")
     assert not cc.tunables_changed()
     monkeypatch.setattr(r4_fri_layer, "SCAN_LAYERS_BELOW", r4_fri_layer.SCAN_LAYERS_BELOW * 2)
