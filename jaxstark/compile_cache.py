@@ -173,8 +173,8 @@ _NO_PROGRAMS = ("jaxstark.transfer",)
 
 
 def _tunables() -> str:
-    """Every upper-case, plain-data global of every jaxstark module but :data:`_NO_PROGRAMS`, as it is now (a test or a
-    benchmark may have changed one). All of them are imported first, so the key does not depend
+    """Every upper-case, plain-data global of every jaxstark module but :data:`_NO_PROGRAMS`, as
+    it is now (a test or a benchmark may have changed one). All of them are imported first, so the key does not depend
     on which happened to be loaded."""
     if not _ALL_IMPORTED:
         import importlib

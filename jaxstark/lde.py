@@ -79,10 +79,14 @@ class LDETables(eqx.Module):
         return self.ntt.nbytes + int(self.shifts.size) * 8
 
 
-def _make_shifts(log_n: int, log_blowup: int, offset: int) -> Array:
+def _shift_bases(log_n: int, log_blowup: int, offset: int) -> list[int]:
+    """``offset * w_L^j`` for each column ``j`` of the shifts table."""
     w_l = gl.root_of_unity(log_n + log_blowup)
-    bases = [offset * pow(w_l, j, gl.P) % gl.P for j in range(1 << log_blowup)]
-    cols = [gl._powers(jnp.asarray(np.uint64(b)), 1 << log_n) for b in bases]
+    return [offset * pow(w_l, j, gl.P) % gl.P for j in range(1 << log_blowup)]
+
+
+def _make_shifts(log_n: int, log_blowup: int, offset: int) -> Array:
+    cols = [gl._powers(jnp.asarray(np.uint64(b)), 1 << log_n) for b in _shift_bases(log_n, log_blowup, offset)]
     return jnp.stack(cols, axis=1)
 
 
@@ -95,9 +99,7 @@ _make_lde_tables_jit = jax.jit(_make_lde_tables, static_argnums=(0, 1, 2))
 
 def _host_shifts(log_n: int, log_blowup: int, offset: int) -> np.ndarray:
     """:func:`_make_shifts` as a numpy array, in Python integers."""
-    w_l = gl.root_of_unity(log_n + log_blowup)
-    bases = [offset * pow(w_l, j, gl.P) % gl.P for j in range(1 << log_blowup)]
-    return np.stack([host.powers(b, 1 << log_n) for b in bases], axis=1)
+    return np.stack([host.powers(b, 1 << log_n) for b in _shift_bases(log_n, log_blowup, offset)], axis=1)
 
 
 @functools.lru_cache(maxsize=32)

@@ -89,13 +89,17 @@ class NTTTables(eqx.Module):
         return int(self.forward.size + self.inverse.size + 1) * 8
 
 
-def _make_tables(log_n: int) -> NTTTables:
+def _table_scalars(log_n: int) -> tuple[int, int, int, int]:
+    """``(w, 1/w, entries, 1/n)`` of the size-``2^log_n`` tables."""
     w = gl.root_of_unity(log_n)
-    half = max((1 << log_n) >> 1, 1)
+    return w, pow(w, gl.P - 2, gl.P), max((1 << log_n) >> 1, 1), pow(1 << log_n, gl.P - 2, gl.P)
+
+
+def _make_tables(log_n: int) -> NTTTables:
+    w, w_inv, half, n_inv = _table_scalars(log_n)
     fwd = gl._powers(jnp.asarray(np.uint64(w)), half)
-    inv = gl._powers(jnp.asarray(np.uint64(pow(w, gl.P - 2, gl.P))), half)
-    n_inv = jnp.asarray(np.uint64(pow(1 << log_n, gl.P - 2, gl.P)))
-    return NTTTables(log_n, fwd, inv, n_inv)
+    inv = gl._powers(jnp.asarray(np.uint64(w_inv)), half)
+    return NTTTables(log_n, fwd, inv, jnp.asarray(np.uint64(n_inv)))
 
 
 _make_tables_jit = jax.jit(_make_tables, static_argnums=0)
@@ -120,10 +124,8 @@ HOST_TABLES_UP_TO = 1 << 14
 
 def _host_tables(log_n: int) -> tuple:
     """:func:`_make_tables`' ``(forward, inverse, n_inv)`` as numpy arrays, in Python integers."""
-    w = gl.root_of_unity(log_n)
-    half = max((1 << log_n) >> 1, 1)
-    inv = pow(w, gl.P - 2, gl.P)
-    return host.powers(w, half), host.powers(inv, half), np.uint64(pow(1 << log_n, gl.P - 2, gl.P))
+    w, w_inv, half, n_inv = _table_scalars(log_n)
+    return host.powers(w, half), host.powers(w_inv, half), np.uint64(n_inv)
 
 
 def on_device(tree, device: jax.Device):

@@ -11,8 +11,9 @@ planner adds that figure to the device set of each round that takes a host trace
 really on the device.
 
 Arrays on a CPU device, under :data:`MIN_BYTES`, spread over several devices or processes, or
-too small for blocks over two threads are put whole, as before (:func:`layout`). ``JAXSTARK_TRANSFER_THREADS`` sets the
-threads (default: the host's cores, at most 16; 0 or 1: every array put whole).
+too small for blocks over two threads are put whole, as before (:func:`layout`).
+``JAXSTARK_TRANSFER_THREADS`` sets the threads (default: the host's cores, at most 16; 0 or 1:
+every array put whole).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ __all__ = ["MIN_BYTES", "THREADS_ENV", "threads", "settings", "platform", "layou
 THREADS_ENV = "JAXSTARK_TRANSFER_THREADS"
 MIN_BYTES = 64 << 20  # below this one device_put is as fast
 WHOLE_ON = frozenset({"cpu"})  # platforms whose arrays are always put whole (a host device needs no link)
-MAX_THREADS = 16  # 16 threads reached 21 GB/s on the H200's host (RESULTS.md, "Bringing a host trace in faster")
+MAX_THREADS = 16  # 16 threads reached 26-30 GB/s on the H200's host (RESULTS.md, "A host trace in row blocks")
 # blocks of about 16 MiB (a power of two rows, so 8-16 MiB): a 416 MiB trace in 4 MiB blocks came
 # in at 11 GB/s, in 16 MiB blocks at 19-21 GB/s (8-16 threads, H200; RESULTS.md); a larger array
 # in blocks of a quarter of it over the threads
@@ -107,9 +108,10 @@ def wanted(x, sharding) -> bool:
 def put(x: np.ndarray, sharding) -> jax.Array:
     """``x`` on the one device of ``sharding``: in row blocks from several threads when
     :func:`wanted`, else by one ``jax.device_put``. The result equals ``jax.device_put(x, sharding)``."""
-    if not wanted(x, sharding):
+    lay = layout(x.shape, x.dtype.itemsize, platform(sharding)) if isinstance(x, np.ndarray) else None
+    if lay is None:
         return jax.device_put(x, sharding)
-    br, slots = layout(x.shape, x.dtype.itemsize, platform(sharding))
+    br, slots = lay
     lead, rows = x.shape[:-2], x.shape[-2]
     count = math.prod(lead) * rows // br
     block_shape = (1,) * len(lead) + (br, x.shape[-1])

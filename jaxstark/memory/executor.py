@@ -424,6 +424,11 @@ class RoundMemory:
         return sum(b for _, b in self.resident)
 
     @property
+    def copy_in_binds(self) -> bool:
+        """The host trace's blocks in flight exceed what the round adds to its arguments."""
+        return self.staging > self.outputs + self.temporaries - self.aliased
+
+    @property
     def total(self) -> int:
         return self.resident_bytes + self.arguments + max(self.staging, self.outputs + self.temporaries - self.aliased)
 

@@ -193,6 +193,11 @@ class ModelRound:
         return sum(b for _, b in self.outputs)
 
     @property
+    def copy_in_binds(self) -> bool:
+        """The host trace's blocks in flight exceed what the round adds to its arguments."""
+        return self.staging > self.output_bytes + self.temporaries
+
+    @property
     def total(self) -> int:
         return self.held_bytes + self.argument_bytes + max(self.staging, self.output_bytes + self.temporaries)
 
@@ -201,7 +206,7 @@ class ModelRound:
         when copying a host trace in binds (before the round runs), its blocks in flight instead
         of the outputs and temporaries."""
         out: dict[str, int] = {}
-        staged = self.staging > self.output_bytes + self.temporaries
+        staged = self.copy_in_binds
         for kind, pairs in (
             ("held", self.held),
             ("argument", self.arguments),
@@ -263,7 +268,7 @@ class TableModel:
         b = self.binding
         for r in self.rounds:
             values = (r.held_bytes, r.argument_bytes, r.output_bytes, r.temporaries, r.total)
-            mark = "  <- copy-in binds" if r.staging > r.output_bytes + r.temporaries else ""
+            mark = "  <- copy-in binds" if r.copy_in_binds else ""
             mark += "  <- binding" if r is b else ""
             lines.append(f"{r.name:18}" + "".join(f" {format_bytes(v):>12}" for v in values) + mark)
         fit = FIT_QUALITY.get(self.backend, "custom")

@@ -123,7 +123,7 @@ class Plan:
         """The device set of round ``r`` term by term (bytes; aliased bytes count negative)."""
         out = dict(r.resident)
         out["round arguments"] = r.arguments
-        if r.staging > r.outputs + r.temporaries - r.aliased:  # the copy-in binds, before the round runs
+        if r.copy_in_binds:  # before the round runs
             out["host trace blocks in flight (copied in before the round)"] = r.staging
             return out
         out.update({"round outputs": r.outputs, "round temporaries": r.temporaries})
@@ -225,7 +225,7 @@ class Plan:
         lines += [head, "-" * len(head)]
         b = self.binding
         for r in self.rounds:
-            mark = "  <- copy-in binds" if r.staging > r.outputs + r.temporaries - r.aliased else ""
+            mark = "  <- copy-in binds" if r.copy_in_binds else ""
             mark += "  <- binding" if r is b else ""
             t = "all" if r.table is None else str(r.table)
             values = (r.resident_bytes, r.arguments, r.outputs, r.temporaries, r.total)
