@@ -97,6 +97,8 @@ def record_one(shape: tuple[int, ...]) -> dict:
 def record(grid: str, jobs: int, out: Path, only: str | None = None) -> None:
     import jax
 
+    from jaxstark.rounds.r4_fri_layer import scan_layers_below
+
     shapes = [(s, kind) for kind in ("fit", "check") if only in (None, kind) for s in GRIDS[grid][kind]]
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", PYTHONPATH=str(Path(__file__).parent.parent))
 
@@ -114,7 +116,8 @@ def record(grid: str, jobs: int, out: Path, only: str | None = None) -> None:
     dev = jax.devices()[0]
     meta = dict(backend=dev.platform, device=dev.device_kind, jax=jax.__version__,
                 date=datetime.date.today().isoformat(), command=" ".join(["python"] + sys.argv),
-                device_row_floor_log2=config_for(2).device_row_floor_log2)  # fmt: skip
+                device_row_floor_log2=config_for(2).device_row_floor_log2,
+                scan_layers_below=scan_layers_below(dev.platform))  # fmt: skip
     out.parent.mkdir(parents=True, exist_ok=True)
     data: list[dict] = []
     lock = threading.Lock()
@@ -212,10 +215,13 @@ def fit(path: Path) -> None:
     from scipy.optimize import nnls
 
     from jaxstark.memory.model import ROUND_FEATURES, features, model, round_features
-    from jaxstark.rounds import registered
+    from jaxstark.rounds import r4_fri_layer, registered
 
     blob = json.loads(path.read_text())
     backend, floor = blob["meta"]["backend"], blob["meta"].get("device_row_floor_log2", 0)
+    # the FRI layers as the figures were cut (recordings made before the key: 2^10 on every platform)
+    below = blob["meta"].get("scan_layers_below", 1 << 10)
+    setattr(r4_fri_layer, "SCAN_LAYERS_BELOW_CPU" if backend == "cpu" else "SCAN_LAYERS_BELOW", below)
     # tables below the row floor ran on the host CPU: not this backend's figures
     data = [e for e in blob["data"] if backend == "cpu" or e["shape"][0] >= floor]
     names = sorted({registered(r["name"]).name for e in data for r in e["rounds"]})  # every FRI layer: one fit
@@ -229,7 +235,7 @@ def fit(path: Path) -> None:
             f = features(log_n, b, c, a, shape_air(c, a, d).composition_parts)
             for r in e["rounds"]:
                 if registered(r["name"]).name == name:
-                    fr = round_features(r["name"], f, log_n, b, config_for(b).fri_final_degree)
+                    fr = round_features(r["name"], f, log_n, b, config_for(b).fri_final_degree, backend)
                     xs.append([fr[k] for k in ROUND_FEATURES[name]])
                     ys.append(max(r["temporaries"], 1))
                     totals.append(max(r["total"], 1))

@@ -4,7 +4,7 @@ leave the protocol alone leaves proof bytes identical: run it before and after, 
     python benchmarks/proof_digests.py
 
 Fibonacci 2^5 under BLAKE3, Keccak-256 and Poseidon2, the two-table bus statement of
-``tests/attacks.py``, ALU 2^10 (one unrolled FRI layer, then the scanned ones),
+``tests/attacks.py``, ALU 2^10 (every FRI layer in the scanned step),
 the three-table machine and the wide example. Deterministic: same code, same digests.
 """
 

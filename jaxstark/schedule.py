@@ -270,14 +270,15 @@ def _check_canonical(air, unit, bad) -> None:
 def _fri(ex, i, deep: tuple, config: StarkConfig, domain, layer_axes, final_axes):
     """DEEP (``deep``: its arguments and their group axes) and the FRI commit phase of unit ``i``
     from D's evaluations: each layer of more than
-    :data:`~jaxstark.rounds.r4_fri_layer.SCAN_LAYERS_BELOW` evaluations a dispatch of its own
+    :func:`~jaxstark.rounds.r4_fri_layer.scan_layers_below` evaluations on the unit's platform a
+    dispatch of its own
     (every layer, for an annotated transcript, which logs labels by name), then the small layers
     and the final polynomial in one. Each layer's input is dropped once the next dispatch has it
     -- by the planner, and here, where the only reference to it is ``f``. Returns every layer's
     commitment as the queries open it, and the transcript."""
     f, tr = _run(ex, i, DEEP, deep[0], config, deep[1])
     layers = fri_num_layers(domain.log_n, config.fri_final_degree)
-    big = layers if tr.annotated else r4_fri_layer.large_layers(domain.size, layers)
+    big = layers if tr.annotated else r4_fri_layer.large_layers(domain.size, layers, ex.device(i).platform)
     leaves, nodes = [], []
     for k in range(big):
         names = fs.fri_labels(k) if tr.annotated else None

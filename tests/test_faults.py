@@ -46,7 +46,7 @@ def verifies(proof, hash_name: str) -> bool:
 @pytest.fixture(scope="module", autouse=True)
 def _one_large_fri_layer():
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(r4_fri_layer, "SCAN_LAYERS_BELOW", 8)
+        mp.setattr(r4_fri_layer, "SCAN_LAYERS_BELOW_CPU", 8)
         yield
 
 

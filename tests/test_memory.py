@@ -54,7 +54,7 @@ def test_fri_inputs_are_freed_once_the_next_dispatch_has_them(fib, monkeypatch):
 
     from jaxstark.rounds import r4_fri_layer
 
-    monkeypatch.setattr(r4_fri_layer, "SCAN_LAYERS_BELOW", 8)
+    monkeypatch.setattr(r4_fri_layer, "SCAN_LAYERS_BELOW_CPU", 8)
     air, trace, public = fib
     refs, seen = [], []
     real = executor.Runner.run

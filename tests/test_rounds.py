@@ -34,6 +34,9 @@ class _Direct:
     def drop(self, tree):
         pass
 
+    def device(self, table):
+        return jax.devices("cpu")[0]
+
 
 def deep_fri(domain, trace_lde, aux_lde, parts_lde, ood, tr, config):
     """DEEP, then the FRI commit phase, as the schedule dispatches them."""
@@ -133,8 +136,8 @@ def test_scanned_small_fri_layers_equal_unrolled_ones(hash_name, monkeypatch):
     layers = fri_num_layers(log_n, 4)
     outs = {}
     config = js.StarkConfig(blowup=blowup, fri_final_degree=4, hash=hash_name)
-    for below in [0, size // 4, r4_fri_layer.SCAN_LAYERS_BELOW]:  # 0, 2 and all 4 layers scanned
-        monkeypatch.setattr(r4_fri_layer, "SCAN_LAYERS_BELOW", below)
+    for below in [0, size // 4, r4_fri_layer.SCAN_LAYERS_BELOW_CPU]:  # 0, 2 and all 4 layers scanned
+        monkeypatch.setattr(r4_fri_layer, "SCAN_LAYERS_BELOW_CPU", below)
         outs[below] = deep_fri(domain, trace_lde, None, parts_lde, ood, tr, config)
     annotated = Transcript.new("fri scan test", hash_name, annotated=True)  # every layer a dispatch, logged by name
     outs["annotated"] = deep_fri(domain, trace_lde, None, parts_lde, ood, annotated, config)

@@ -138,21 +138,24 @@ def features(log_n: int, blowup: int, c: int, a: int, parts: int, grinding_bits:
     }  # fmt: skip
 
 
-def fri_layer_sizes(log_n: int, blowup: int, final_degree: int) -> tuple[list[int], int, int]:
-    """The FRI commit phase of a table as the schedule cuts it: the evaluations of each layer
-    dispatched on its own, then those the final round starts from and its number of small layers."""
+def fri_layer_sizes(log_n: int, blowup: int, final_degree: int, backend: str) -> tuple[list[int], int, int]:
+    """The FRI commit phase of a table as the schedule cuts it on ``backend``: the evaluations of
+    each layer dispatched on its own, then those the final round starts from and its number of
+    small layers."""
     size, layers = blowup << log_n, fri_num_layers(log_n, final_degree)
-    big = [size >> k for k in range(r4_fri_layer.large_layers(size, layers))]
+    big = [size >> k for k in range(r4_fri_layer.large_layers(size, layers, backend))]
     return big, size >> len(big), layers - len(big)
 
 
-def round_features(name: str, feats: dict[str, int], log_n: int, blowup: int, final_degree: int) -> dict[str, int]:
+def round_features(
+    name: str, feats: dict[str, int], log_n: int, blowup: int, final_degree: int, backend: str
+) -> dict[str, int]:
     """The features of round ``name`` (as planned: ``"FRI layer 3"``) of a table with features
     ``feats``: those, with ``m`` set for a FRI round (its first layer's evaluations)."""
     spec = registered(name)
     if spec is None or spec.name not in (FRI_LAYER, FRI_FINAL):
         return feats
-    big, start, _ = fri_layer_sizes(log_n, blowup, final_degree)
+    big, start, _ = fri_layer_sizes(log_n, blowup, final_degree, backend)
     return {**feats, "m": start if spec.name == FRI_FINAL else big[int(name.rsplit(" ", 1)[1])]}
 
 
@@ -336,7 +339,7 @@ def model(
     feats = features(log_n, config.blowup, c, a, p, config.grinding_bits)
 
     def temps(name: str) -> int:
-        f = round_features(name, feats, log_n, config.blowup, config.fri_final_degree)
+        f = round_features(name, feats, log_n, config.blowup, config.fri_final_degree, backend)
         forms = coeffs.get(registered(name).name, ())
         return g * round(max((sum(x * f[k] for k, x in form.items()) for form in forms), default=0))
 
@@ -356,7 +359,7 @@ def model(
     ood = [buf("out-of-domain values", 24 * (1 + 2 * c + p + 2 * a), leaves=6)]
     layers = fri_num_layers(log_n, config.fri_final_degree)
     heights = [size >> (j + 1) for j in range(layers)]
-    big, start, small = fri_layer_sizes(log_n, config.blowup, config.fri_final_degree)
+    big, start, small = fri_layer_sizes(log_n, config.blowup, config.fri_final_degree, backend)
     small_h = sum(start >> (j + 1) for j in range(small))
     last = [buf("FRI small layers' leaves", 48 * small_h, small), buf("FRI small layers' trees", 64 * small_h, small),
             buf("FRI final + flag", 24 * (n >> layers) + 1, 2)]  # fmt: skip

@@ -1,6 +1,6 @@
 """Round 4c: FRI's small layers and its final polynomial.
 
-The layers of at most :data:`~jaxstark.rounds.r4_fri_layer.SCAN_LAYERS_BELOW` evaluations
+The layers of at most :func:`~jaxstark.rounds.r4_fri_layer.scan_layers_below` evaluations
 (:mod:`jaxstark.rounds.r4_fri_layer` for the folding rule) are one ``lax.scan`` step each over a
 fixed buffer of the first such layer's size ``B``, so a proof compiles one small-layer step
 whatever the number of layers (an unrolled layer is another copy of the hash). A scanned layer

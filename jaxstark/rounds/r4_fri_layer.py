@@ -6,7 +6,7 @@ after absorbing its root a challenge ``beta_k`` folds it:
 
     f'[t] = (f[t] + f[t + m/2]) / 2 + beta_k (f[t] - f[t + m/2]) / (2 x_t),  x_t = s^(2^k) w_m^t.
 
-Each layer of more than :data:`SCAN_LAYERS_BELOW` evaluations is a dispatch of its own (the
+Each layer of more than :func:`scan_layers_below` evaluations is a dispatch of its own (the
 smaller ones and the final polynomial are :mod:`jaxstark.rounds.r4_fri_final`). What tells one
 layer from another -- its two transcript labels and ``1 / s^(2^k)`` -- is an argument
 (:class:`FriStep`), not part of the program: the program depends only on ``m`` and the hash, so
@@ -32,9 +32,17 @@ from jaxstark.protocol import fiat_shamir as fs
 from jaxstark.protocol.algebra import fold_pair
 from jaxstark.transcript import Transcript, encode_label
 
-__all__ = ["FriLayer", "FriStep", "fri_layer", "fri_step", "large_layers", "SCAN_LAYERS_BELOW"]
+__all__ = [
+    "FriLayer", "FriStep", "fri_layer", "fri_step", "large_layers", "scan_layers_below", "SCAN_LAYERS_BELOW",
+    "SCAN_LAYERS_BELOW_CPU",
+]  # fmt: skip
 
-SCAN_LAYERS_BELOW = 1 << 10  # FRI layers of at most this many evaluations share one scanned step
+# FRI layers of at most this many evaluations share one scanned step. A layer of its own is one
+# more program (about 5 s of compile on an H200 whatever its size: its tree kernels) and one
+# more dispatch; a scanned one hashes as many leaves as the first scanned layer. On a GPU the
+# padding is nearly free; on the CPU it is not (benchmarks/RESULTS.md, 2026-12-03).
+SCAN_LAYERS_BELOW = 1 << 16  # on an accelerator
+SCAN_LAYERS_BELOW_CPU = 1 << 10  # on the CPU
 
 
 class FriStep(eqx.Module):
@@ -52,11 +60,17 @@ class FriLayer(eqx.Module):
     folded: UInt64[Array, " h 3"]
 
 
-def large_layers(size: int, layers: int) -> int:
+def scan_layers_below(platform: str) -> int:
+    """The scan threshold on ``platform`` (a ``jax.Device.platform``), read when called."""
+    return SCAN_LAYERS_BELOW_CPU if platform == "cpu" else SCAN_LAYERS_BELOW
+
+
+def large_layers(size: int, layers: int, platform: str) -> int:
     """How many of the ``layers`` FRI layers of an LDE of ``size`` evaluations are dispatched one
-    by one (those of more than :data:`SCAN_LAYERS_BELOW` evaluations, read when called); the
-    rest are the final round's."""
-    return sum(1 for k in range(layers) if size >> k > SCAN_LAYERS_BELOW)
+    by one on ``platform`` (those of more than :func:`scan_layers_below` evaluations); the rest
+    are the final round's."""
+    below = scan_layers_below(platform)
+    return sum(1 for k in range(layers) if size >> k > below)
 
 
 def fri_step(offset: int, ks) -> FriStep:
