@@ -7,7 +7,11 @@ time to load the program from the persistent cache.
 
 Cold start (``--cold-start``): the whole ``jaxstark prove`` process of the same example, run
 twice in fresh processes against one new, empty cache directory -- the first run compiles
-everything, the second loads it. Both wall times are printed.
+everything, the second loads it. Each wall time is printed with its parts: a process's start-up
+(importing jax and jaxstark, starting the backend: timed in a process of its own), the plan and
+the proof as ``jaxstark prove`` prints them, and the rest (building the example's trace, writing
+the proof). They run first, before this process starts a backend that would hold the device's
+memory pool.
 
 ``--threads N`` re-compiles the planned programs (cache off) on N threads at once and prints the
 wall time against the sum: what compiling a plan's programs concurrently would give.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -52,6 +57,8 @@ def _prove_cmd(args, cache: str) -> tuple[list[str], dict]:
 
 def main(argv=None) -> int:
     args = _args(argv)
+    if args.cold_start and _cold_start(args):
+        return 1
     cache = args.cache or tempfile.mkdtemp(prefix="jaxstark-bench-xla-")
     os.environ["JAXSTARK_CACHE_DIR"] = cache  # read when jaxstark is imported
     os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)  # a cache of the caller's would win over it
@@ -62,10 +69,10 @@ def main(argv=None) -> int:
     from jaxstark.memory import executor
     from jaxstark.rounds import r4_fri_layer
 
-    if args.fri_scan_below is not None:
-        r4_fri_layer.SCAN_LAYERS_BELOW = args.fri_scan_below
-
     device = jax.devices(args.device)[0]
+    if args.fri_scan_below is not None:
+        setattr(r4_fri_layer, "SCAN_LAYERS_BELOW_CPU" if device.platform == "cpu" else "SCAN_LAYERS_BELOW",
+                args.fri_scan_below)  # fmt: skip
     tables = example_shapes(args.example, args.log_rows)  # the plan needs only the heights
     config = js.StarkConfig(blowup=args.blowup, num_queries=args.queries, grinding_bits=args.grinding, hash=args.hash)
     lowered: list = []
@@ -82,7 +89,7 @@ def main(argv=None) -> int:
     planned = time.perf_counter() - start
     log = executor.compile_log()
     shape = f"{args.example} 2^{args.log_rows} b{args.blowup} {args.hash} on {device.platform}"
-    print(f"{shape}, FRI layers <= {r4_fri_layer.SCAN_LAYERS_BELOW} scanned: plan {planned:.2f} s, "
+    print(f"{shape}, FRI layers <= {r4_fri_layer.scan_layers_below(device.platform)} scanned: plan {planned:.2f} s, "
           f"{len(log)} programs, cache {cache}")  # fmt: skip
     print(f"  {'program':22} {'trace':>7} {'lower':>7} {'compile':>8} {'total':>7}  from")
     for r in log:
@@ -124,18 +131,45 @@ def main(argv=None) -> int:
         print(f"  re-compiled on {args.threads} threads: wall {wall:.2f} s; each: "
               + ", ".join(f"{n} {s:.1f}" for n, s in done))  # fmt: skip
 
-    if args.cold_start:
-        fresh = tempfile.mkdtemp(prefix="jaxstark-cold-xla-")
-        for label in ("cold (empty cache)", "second process"):
-            cmd, env = _prove_cmd(args, fresh)
-            t0 = time.perf_counter()
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-            wall = time.perf_counter() - t0
-            if proc.returncode != 0:
-                print(proc.stdout[-2000:], proc.stderr[-4000:], file=sys.stderr)
-                return 1
-            print(f"  jaxstark prove, {label}: {wall:.1f} s")
     return 0
+
+
+def _cold_start(args) -> int:
+    """Whole `jaxstark prove` processes, before this process starts a backend of its own (one
+    holding the device's memory pool would slow theirs down)."""
+    fresh = tempfile.mkdtemp(prefix="jaxstark-cold-xla-")
+    start_up = _start_up(args.device)
+    print(f"  a process that imports jax and jaxstark and starts the {args.device} backend: {start_up:.2f} s")
+    for label in ("cold (empty cache)", "second process"):
+        cmd, env = _prove_cmd(args, fresh)
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        if proc.returncode != 0:
+            print(proc.stdout[-2000:], proc.stderr[-4000:], file=sys.stderr)
+            return 1
+        plan_s, prove_s = _printed_times(proc.stdout)
+        print(f"  jaxstark prove, {label}: {wall:.1f} s = start-up {start_up:.1f} + plan {plan_s:.1f} "
+              f"+ proof {prove_s:.2f} + the rest {wall - start_up - plan_s - prove_s:.1f} "
+              "(the example's trace, writing the proof)")  # fmt: skip
+    return 0
+
+
+def _start_up(device: str) -> float:
+    """Wall seconds of a process that only imports jax and jaxstark and starts the backend."""
+    code = f"import jax, jaxstark; jax.devices({device!r})"
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True)
+    return time.perf_counter() - t0
+
+
+def _printed_times(stdout: str) -> tuple[float, float]:
+    """The plan's and the proof's seconds as `jaxstark prove` prints them."""
+    plan = re.search(r"\(([0-9.]+) s, compiling\)", stdout)
+    proof = re.search(r"proved in ([0-9.]+) s", stdout)
+    if not (plan and proof):
+        raise RuntimeError(f"jaxstark prove printed no plan or proof time:\n{stdout[-2000:]}")
+    return float(plan.group(1)), float(proof.group(1))
 
 
 if __name__ == "__main__":

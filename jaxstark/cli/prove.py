@@ -24,6 +24,7 @@ from jaxstark.cli.common import (
     check_log_rows,
     config_from,
     device_from,
+    shapes_from,
     subcommand,
     tables_from,
     trusted_modules,
@@ -31,6 +32,7 @@ from jaxstark.cli.common import (
 )
 from jaxstark.examples import TABLE_EXAMPLES, example_tables
 from jaxstark.hash import HASHES
+from jaxstark.memory.budget import reserve_pool
 from jaxstark.memory.plan import _size
 from jaxstark.progress import RoundTimes, TerminalProgress, combine
 from jaxstark.protocol.layout import num_deep_terms
@@ -106,14 +108,18 @@ def run_prove(args, ap) -> int:
     config = config_from(args, ap)
     check_log_rows(args, ap, 2 if args.example == "machine" else 1, 30 - config.log_blowup)
     dev = device_from(args.device)
+    reserve_pool(dev)  # the allocator's pool is reserved while the trace is built on the host
     name = args.example or (args.air[0].rpartition(":")[2].lower() if args.air else "fibonacci")
     out = args.out or Path(f"{name}.proof")
     with jax.default_device(dev):
-        tables = tables_from(args, ap)
+        # a trace file is read (and checked) before planning; an example's trace is built after
+        # it, on the device, from its shapes alone
+        tables = tables_from(args, ap) if args.air else None
+        shapes = [(air, trace) for air, trace, _ in tables] if tables else shapes_from(args, ap)
         show = None if args.no_progress else TerminalProgress(sys.stderr)
         times = RoundTimes()
         start = time.perf_counter()
-        plan = js.plan([(air, trace) for air, trace, _ in tables], config=config, device=dev, progress=show)
+        plan = js.plan(shapes, config=config, device=dev, progress=show, host_traces=None if tables else False)
         planned = time.perf_counter() - start
         binding = plan.binding
         unit = "all tables" if binding.table is None else f"unit {binding.table}"
@@ -122,10 +128,11 @@ def run_prove(args, ap) -> int:
             f"of a {_size(plan.budgets[binding.device].bytes)} budget on {binding.device}; {len(plan.rounds)} rounds "
             f"({planned:.1f} s, compiling)"
         )
-        for t in range(len(tables)):
+        for t in range(len(shapes)):
             if words := plan.chunking(t):
                 print(f"  {words}")
         plan.admit()
+        tables = tables or tables_from(args, ap)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             start = time.perf_counter()

@@ -32,14 +32,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 
 import jax
+import numpy as np
 
 from jaxstark.config import env_knob
 
 __all__ = [
     "Budget", "device_budget", "live_memory", "allocator_posture", "headroom", "HEADROOM", "HEADROOM_GROWTH",
-    "ENV_BUDGET",
+    "ENV_BUDGET", "reserve_pool",
 ]  # fmt: skip
 
 HEADROOM = 0.9  # preallocated allocator pool (JAX's default)
@@ -118,3 +120,28 @@ def live_memory(device: jax.Device) -> str:
 def allocator_posture() -> str:
     """The environment that shapes JAX's GPU allocator."""
     return ", ".join(f"{name}={os.environ.get(name, '(unset)')}" for name in _POSTURE_VARS)
+
+
+_RESERVING: dict[jax.Device, threading.Thread] = {}
+
+
+def reserve_pool(device: jax.Device) -> threading.Thread | None:
+    """Make the first allocation on ``device`` on a background thread, once per process.
+
+    JAX's GPU allocator reserves its pool (75% of the card by default) at the device's first
+    allocation, not when the backend starts: on an H200 that first allocation takes 1.6-2.5 s
+    for the default pool, 0.4 s with ``XLA_PYTHON_CLIENT_MEM_FRACTION=0.2`` and 4 ms with
+    ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` (``benchmarks/RESULTS.md``). From a thread it runs
+    while the caller goes on with host work (building a trace in numpy, loading compiled
+    rounds); an allocation made meanwhile waits for it, as it would have anyway. Nothing is kept
+    on the device. Returns the thread (None on a CPU device, where nothing is reserved)."""
+    if device.platform == "cpu":
+        return None
+    if device not in _RESERVING:
+        one = np.zeros(1, np.uint64)
+        thread = threading.Thread(
+            target=lambda: jax.device_put(one, device).block_until_ready(), name="jaxstark-reserve-pool", daemon=True
+        )
+        thread.start()
+        _RESERVING[device] = thread
+    return _RESERVING[device]
