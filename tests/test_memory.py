@@ -360,3 +360,20 @@ def test_a_bad_number_of_compile_threads_is_refused_by_name(monkeypatch, value):
     monkeypatch.setenv(executor.COMPILE_THREADS_ENV, value)
     with pytest.raises(ValueError, match="JAXSTARK_COMPILE_THREADS"):
         executor.compile_threads()
+
+
+def test_reserving_the_pool_does_nothing_on_the_cpu():
+    from jaxstark.memory.budget import reserve_pool
+
+    assert reserve_pool(jax.devices("cpu")[0]) is None
+
+
+@pytest.mark.gpu
+def test_the_pool_is_reserved_once_per_device_on_a_thread():
+    from jaxstark.memory.budget import reserve_pool
+
+    gpu = jax.devices("gpu")[0]
+    thread = reserve_pool(gpu)
+    thread.join(120)
+    assert not thread.is_alive() and reserve_pool(gpu) is thread
+    assert gpu.memory_stats()["bytes_limit"] > 0
