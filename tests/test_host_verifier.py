@@ -3,6 +3,8 @@ DEEP and FRI algebra equals the rounds' on random values, it compiles nothing, a
 of a proof's bytes gets past it or crashes it."""
 
 import contextlib
+import dataclasses
+from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -127,20 +129,24 @@ def compilations():
         jax.monitoring.unregister_event_duration_listener(listener)
 
 
+STORED = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "verify"
+
+
 def test_verifying_compiles_nothing():
+    """Every hash: Fibonacci under BLAKE3 (the attacks' proof) and the stored ALU 2^22 proofs
+    under Poseidon2 and Keccak-256 (made on an H200 by ``benchmarks/make_verify_proofs.sh``;
+    made again when the proof format changes), a two-table bus proof and a rejection."""
+    from jaxstark.examples import Alu
+
     air, _, public = attacks.fib()
-    fib_proofs = [attacks.fib_proof(attacks.CFG)]
-    others = {
-        "poseidon2": js.StarkConfig(blowup=2, num_queries=5, grinding_bits=1, fri_final_degree=4, hash="poseidon2"),
-        "keccak256": js.StarkConfig(blowup=4, num_queries=6, grinding_bits=0, fri_final_degree=2, hash="keccak256"),
-    }
-    proofs = [(attacks.CFG, p) for p in fib_proofs]
-    for cfg in others.values():
-        proofs.append((cfg, js.prove(air, attacks.fib()[1], public, cfg)))
-    bus, forged = attacks.bus_proof(), attacks.dishonest("consistent claims")
+    alu = js.StarkConfig(blowup=2, num_queries=40, grinding_bits=16, fri_final_degree=64)
+    stored = [(STORED / f"alu22_{h}.proof").read_bytes() for h in ("poseidon2", "keccak256")]
+    bus, forged, fib = attacks.bus_proof(), attacks.dishonest("consistent claims"), attacks.fib_proof(attacks.CFG)
     with compilations() as events:
-        for cfg, proof in proofs:
-            assert js.verify(air, proof.to_bytes(), public, cfg)
+        assert js.verify(air, fib.to_bytes(), public, attacks.CFG)
+        for h, data in zip(("poseidon2", "keccak256"), stored, strict=True):
+            cfg = dataclasses.replace(alu, hash=h)
+            assert js.verify(Alu(), data, (), cfg, log_n=22, min_security_bits=50)
         assert attacks.verify_bus(bus)
         with pytest.raises(js.InvalidProof):
             attacks.verify_fib(forged)
