@@ -11,7 +11,7 @@ everything, the second loads it. Each wall time is printed with its parts: a pro
 (importing jax and jaxstark, starting the backend: timed in a process of its own), the plan and
 the proof as ``jaxstark prove`` prints them, and the rest (building the example's trace, writing
 the proof). They run first, before this process starts a backend that would hold the device's
-memory pool.
+memory pool, and with the default FRI thresholds (``--fri-scan-below`` is this process's).
 
 ``--threads N`` re-compiles the planned programs (cache off) on N threads at once and prints the
 wall time against the sum: what compiling a plan's programs concurrently would give.

@@ -4,7 +4,7 @@ leave the protocol alone leaves proof bytes identical: run it before and after, 
     python benchmarks/proof_digests.py
 
 Fibonacci 2^5 under BLAKE3, Keccak-256 and Poseidon2, the two-table bus statement of
-``tests/attacks.py``, ALU 2^10 (every FRI layer in the scanned step),
+``tests/attacks.py``, ALU 2^10 (on the CPU one FRI layer dispatched alone, then the scanned ones),
 the three-table machine and the wide example. Deterministic: same code, same digests.
 """
 

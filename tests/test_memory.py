@@ -370,10 +370,19 @@ def test_reserving_the_pool_does_nothing_on_the_cpu():
 
 @pytest.mark.gpu
 def test_the_pool_is_reserved_once_per_device_on_a_thread():
-    from jaxstark.memory.budget import reserve_pool
+    """In a fresh process (this one has allocated already): no allocation before, one after."""
+    import subprocess
+    import sys
 
-    gpu = jax.devices("gpu")[0]
-    thread = reserve_pool(gpu)
-    thread.join(120)
-    assert not thread.is_alive() and reserve_pool(gpu) is thread
-    assert gpu.memory_stats()["bytes_limit"] > 0
+    code = (
+        "import jax\n"
+        "from jaxstark.memory.budget import reserve_pool\n"
+        "gpu = jax.devices('gpu')[0]\n"
+        "assert gpu.memory_stats().get('num_allocs', 0) == 0, gpu.memory_stats()\n"
+        "thread = reserve_pool(gpu)\n"
+        "thread.join(120)\n"
+        "assert not thread.is_alive() and reserve_pool(gpu) is thread\n"
+        "assert gpu.memory_stats()['num_allocs'] >= 1, gpu.memory_stats()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]

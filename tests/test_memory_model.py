@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jax
 import pytest
 
 import jaxstark as js
@@ -82,7 +83,7 @@ def test_peak_within_twenty_percent_of_xla_on_the_grid(monkeypatch):
 def test_model_agrees_with_a_live_plan():
     """A real AIR at a shape outside both grids: exact terms, peak within 10%."""
     air, log_n, config = Alu(), 9, shape_config(4)
-    plan = js.plan(air, log_n, config)
+    plan = js.plan(air, log_n, config, device=jax.devices("cpu")[0])  # the backend the model is asked for
     m = model(air, log_n, config, backend="cpu")
     rounds = [
         dict(name=r.name, resident=r.resident, arguments=r.arguments, outputs=r.outputs, aliased=r.aliased)

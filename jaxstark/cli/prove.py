@@ -108,7 +108,16 @@ def run_prove(args, ap) -> int:
     config = config_from(args, ap)
     check_log_rows(args, ap, 2 if args.example == "machine" else 1, 30 - config.log_blowup)
     dev = device_from(args.device)
-    reserve_pool(dev)  # the allocator's pool is reserved while the trace is built on the host
+    # the allocator's pool is reserved while a trace file is read and the plan loads its programs
+    reserving = reserve_pool(dev)
+    try:
+        return _prove(args, ap, config, dev)
+    finally:
+        if reserving is not None:  # never leave (on an error) while the runtime is reserving
+            reserving.join()
+
+
+def _prove(args, ap, config, dev) -> int:
     name = args.example or (args.air[0].rpartition(":")[2].lower() if args.air else "fibonacci")
     out = args.out or Path(f"{name}.proof")
     with jax.default_device(dev):

@@ -123,6 +123,14 @@ def allocator_posture() -> str:
 
 
 _RESERVING: dict[jax.Device, threading.Thread] = {}
+_RESERVING_LOCK = threading.Lock()
+
+
+def _first_allocation(device: jax.Device) -> None:
+    try:
+        jax.device_put(np.zeros(1, np.uint64), device).block_until_ready()
+    except Exception:  # noqa: BLE001 -- the proof's own first allocation meets it again and reports it
+        pass
 
 
 def reserve_pool(device: jax.Device) -> threading.Thread | None:
@@ -134,14 +142,16 @@ def reserve_pool(device: jax.Device) -> threading.Thread | None:
     ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` (``benchmarks/RESULTS.md``). From a thread it runs
     while the caller goes on with host work (building a trace in numpy, loading compiled
     rounds); an allocation made meanwhile waits for it, as it would have anyway. Nothing is kept
-    on the device. Returns the thread (None on a CPU device, where nothing is reserved)."""
+    on the device, and a failure is left to the caller's own first allocation to raise. Returns
+    the thread (None on a CPU device, where nothing is reserved); a process that may exit soon
+    after should join it first (the CLI does)."""
     if device.platform == "cpu":
         return None
-    if device not in _RESERVING:
-        one = np.zeros(1, np.uint64)
-        thread = threading.Thread(
-            target=lambda: jax.device_put(one, device).block_until_ready(), name="jaxstark-reserve-pool", daemon=True
-        )
-        thread.start()
-        _RESERVING[device] = thread
-    return _RESERVING[device]
+    with _RESERVING_LOCK:
+        if device not in _RESERVING:
+            thread = threading.Thread(
+                target=_first_allocation, args=(device,), name="jaxstark-reserve-pool", daemon=True
+            )
+            thread.start()
+            _RESERVING[device] = thread
+        return _RESERVING[device]

@@ -44,6 +44,7 @@ from jaxstark.memory.executor import CHUNK_AXIS, PLANNING, Planner, RoundMemory,
 from jaxstark.memory.model import model
 from jaxstark.ntt import _target_device
 from jaxstark.progress import format_bytes as _size
+from jaxstark.rounds import r4_fri_layer
 from jaxstark.schedule import check_shape, schedule, table_chunks
 
 __all__ = ["Plan", "TablePlan", "plan", "plan_checked"]
@@ -305,7 +306,8 @@ def plan_checked(
     # a plan is a function of these and of the process's environment: the next proof of the same
     # shapes reuses it instead of walking the schedule again
     key = (tuple(airs), tuple(log_ns), config, default, spread, chunks, fixed, host,
-           tuple(os.environ.get(name) for name in PLAN_ENV), transfer.settings())  # fmt: skip
+           tuple(os.environ.get(name) for name in PLAN_ENV), transfer.settings(),
+           (r4_fri_layer.SCAN_LAYERS_BELOW, r4_fri_layer.SCAN_LAYERS_BELOW_CPU))  # fmt: skip
     if key not in _PLANS:
         token = PLANNING.set(progress)
         try:
