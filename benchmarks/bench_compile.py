@@ -71,8 +71,7 @@ def main(argv=None) -> int:
 
     device = jax.devices(args.device)[0]
     if args.fri_scan_below is not None:
-        setattr(r4_fri_layer, "SCAN_LAYERS_BELOW_CPU" if device.platform == "cpu" else "SCAN_LAYERS_BELOW",
-                args.fri_scan_below)  # fmt: skip
+        setattr(r4_fri_layer, r4_fri_layer.scan_threshold_name(device.platform), args.fri_scan_below)
     tables = example_shapes(args.example, args.log_rows)  # the plan needs only the heights
     config = js.StarkConfig(blowup=args.blowup, num_queries=args.queries, grinding_bits=args.grinding, hash=args.hash)
     lowered: list = []

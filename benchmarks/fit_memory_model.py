@@ -221,7 +221,7 @@ def fit(path: Path) -> None:
     backend, floor = blob["meta"]["backend"], blob["meta"].get("device_row_floor_log2", 0)
     # the FRI layers as the figures were cut (recordings made before the key: 2^10 on every platform)
     below = blob["meta"].get("scan_layers_below", 1 << 10)
-    setattr(r4_fri_layer, "SCAN_LAYERS_BELOW_CPU" if backend == "cpu" else "SCAN_LAYERS_BELOW", below)
+    setattr(r4_fri_layer, r4_fri_layer.scan_threshold_name(backend), below)
     # tables below the row floor ran on the host CPU: not this backend's figures
     data = [e for e in blob["data"] if backend == "cpu" or e["shape"][0] >= floor]
     names = sorted({registered(r["name"]).name for e in data for r in e["rounds"]})  # every FRI layer: one fit

@@ -140,13 +140,12 @@ def test_verifying_compiles_nothing():
 
     air, _, public = attacks.fib()
     alu = js.StarkConfig(blowup=2, num_queries=40, grinding_bits=16, fri_final_degree=64)
-    stored = [(STORED / f"alu22_{h}.proof").read_bytes() for h in ("poseidon2", "keccak256")]
     bus, forged, fib = attacks.bus_proof(), attacks.dishonest("consistent claims"), attacks.fib_proof(attacks.CFG)
     with compilations() as events:
         assert js.verify(air, fib.to_bytes(), public, attacks.CFG)
-        for h, data in zip(("poseidon2", "keccak256"), stored, strict=True):
-            cfg = dataclasses.replace(alu, hash=h)
-            assert js.verify(Alu(), data, (), cfg, log_n=22, min_security_bits=50)
+        for h in ("poseidon2", "keccak256"):
+            data = (STORED / f"alu22_{h}.proof").read_bytes()
+            assert js.verify(Alu(), data, (), dataclasses.replace(alu, hash=h), log_n=22, min_security_bits=50)
         assert attacks.verify_bus(bus)
         with pytest.raises(js.InvalidProof):
             attacks.verify_fib(forged)

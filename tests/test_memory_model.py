@@ -30,7 +30,7 @@ def recorded(backend: str, monkeypatch) -> tuple[dict, list[dict]]:
     before the meta key: 2^10 evaluations on every platform)."""
     blob = json.loads((DATA / f"memory_{backend}.json").read_text())
     below = blob["meta"].get("scan_layers_below", 1 << 10)
-    monkeypatch.setattr(r4_fri_layer, "SCAN_LAYERS_BELOW_CPU" if backend == "cpu" else "SCAN_LAYERS_BELOW", below)
+    monkeypatch.setattr(r4_fri_layer, r4_fri_layer.scan_threshold_name(backend), below)
     floor = blob["meta"].get("device_row_floor_log2", 0)
     # tables below the recording's row floor ran on the CPU: not a one-device set
     return blob["meta"], [e for e in blob["data"] if backend == "cpu" or e["shape"][0] >= floor]

@@ -137,7 +137,7 @@ def reserve_pool(device: jax.Device) -> threading.Thread | None:
     """Make the first allocation on ``device`` on a background thread, once per process.
 
     JAX's GPU allocator reserves its pool (75% of the card by default) at the device's first
-    allocation, not when the backend starts: on an H200 that first allocation takes 1.6-2.5 s
+    allocation, not when the backend starts: on an H200 that first allocation takes 1.5-2.5 s
     for the default pool, 0.4 s with ``XLA_PYTHON_CLIENT_MEM_FRACTION=0.2`` and 4 ms with
     ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` (``benchmarks/RESULTS.md``). From a thread it runs
     while the caller goes on with host work (building a trace in numpy, loading compiled

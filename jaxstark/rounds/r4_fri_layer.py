@@ -33,7 +33,8 @@ from jaxstark.protocol.algebra import fold_pair
 from jaxstark.transcript import Transcript, encode_label
 
 __all__ = [
-    "FriLayer", "FriStep", "fri_layer", "fri_step", "large_layers", "scan_layers_below", "SCAN_LAYERS_BELOW",
+    "FriLayer", "FriStep", "fri_layer", "fri_step", "large_layers", "scan_layers_below", "scan_threshold_name",
+    "SCAN_LAYERS_BELOW",
     "SCAN_LAYERS_BELOW_CPU",
 ]  # fmt: skip
 
@@ -60,9 +61,15 @@ class FriLayer(eqx.Module):
     folded: UInt64[Array, " h 3"]
 
 
+def scan_threshold_name(platform: str) -> str:
+    """The name of the module constant that holds the scan threshold on ``platform`` (a
+    ``jax.Device.platform``, or a model backend): what a benchmark or a test sets."""
+    return "SCAN_LAYERS_BELOW_CPU" if platform == "cpu" else "SCAN_LAYERS_BELOW"
+
+
 def scan_layers_below(platform: str) -> int:
-    """The scan threshold on ``platform`` (a ``jax.Device.platform``), read when called."""
-    return SCAN_LAYERS_BELOW_CPU if platform == "cpu" else SCAN_LAYERS_BELOW
+    """The scan threshold on ``platform``, read when called."""
+    return globals()[scan_threshold_name(platform)]
 
 
 def large_layers(size: int, layers: int, platform: str) -> int:
