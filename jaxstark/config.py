@@ -17,6 +17,7 @@ LOG2_FIELD = 3 * math.log2(2**64 - 2**32 + 1)  # log2 |F| of the cubic extension
 # Cap on the claimed level: the field size less 64 bits of slack for the out-of-domain and
 # constraint-combination terms, whose error grows with the polynomial degrees (< 2^64).
 FIELD_CAP_BITS = FIELD_BITS - 64
+HELD_STRATEGIES = ("park",)  # what StarkConfig.held_strategies may name (jaxstark.memory.plan)
 
 
 class StarkConfig(eqx.Module):
@@ -47,7 +48,12 @@ class StarkConfig(eqx.Module):
       no split);
     * ``chunk_group``: how many chunks of a split table are proven at once under ``vmap``, a
       power of two (``JAXSTARK_CHUNK_GROUP`` overrides it; default None: the planner's choice,
-      the largest group whose device set fits the budget).
+      the largest group whose device set fits the budget);
+    * ``held_strategies``: what the planner may do with a buffer held between rounds (an LDE, a
+      tree, a FRI layer) when keeping them all on the device does not fit: ``"park"`` -- copy it
+      to host memory after the round that made it and back for each round that takes it
+      (default ``("park",)``); ``()`` keeps everything on the device and refuses what does not
+      fit.
     """
 
     blowup: int = eqx.field(static=True, default=4)
@@ -59,6 +65,7 @@ class StarkConfig(eqx.Module):
     device_row_floor_log2: int = eqx.field(static=True, default=8)
     max_chunk_rows_log2: int | str | None = eqx.field(static=True, default=None)
     chunk_group: int | None = eqx.field(static=True, default=None)
+    held_strategies: tuple[str, ...] = eqx.field(static=True, default=("park",))
 
     def __check_init__(self) -> None:
         b = self.blowup
@@ -84,6 +91,12 @@ class StarkConfig(eqx.Module):
         g = self.chunk_group
         if g is not None and (isinstance(g, bool) or not isinstance(g, int) or g < 1 or g & (g - 1)):
             raise ValueError(f"StarkConfig.chunk_group must be None or a power of two >= 1, got {g!r}")
+        hs = self.held_strategies
+        if not isinstance(hs, tuple) or not set(hs) <= set(HELD_STRATEGIES) or len(set(hs)) != len(hs):
+            raise ValueError(
+                f"StarkConfig.held_strategies must be a tuple of distinct names from {HELD_STRATEGIES} (() keeps "
+                f"every held buffer on the device), got {hs!r}"
+            )
         if self.hash not in HASHES:
             raise ValueError(f"StarkConfig.hash must be one of {sorted(HASHES)}, got {self.hash!r}")
 

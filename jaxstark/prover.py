@@ -167,7 +167,9 @@ def prove(
     the_plan.admit()  # raises DeviceBudgetExceeded before any dispatch
     watch = None if progress is None else (progress, the_plan)
     shapes = frozenset((t.log_n, t.blowup, t.device) for t in the_plan.tables)
-    runner = Runner(the_plan.devices, the_plan.default_device, the_plan.diagnostic, the_plan.meshes, watch, shapes)
+    park = frozenset(name for name, _, _ in the_plan.parked)
+    runner = Runner(the_plan.devices, the_plan.default_device, the_plan.diagnostic, the_plan.meshes, watch, shapes,
+                    park)  # fmt: skip
     traces = [t for t, _, _ in checked]
     publics = tuple(p for _, _, p in checked)
     chunks, groups = the_plan.chunks, the_plan.groups

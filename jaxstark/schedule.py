@@ -116,6 +116,8 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
                 shared[u.table] = ex.domain(i, u.log_rows, config.blowup)
                 ex.hold(f"table {u.table}: domain tables (all chunks)", shared[u.table], i, until_end=True)
             domains.append(shared[u.table])
+    for t, public in enumerate(table_publics):  # held by the caller's proof to the end
+        ex.hold(f"table {t}: public inputs", public, next(i for i, u in enumerate(us) if u.table == t), until_end=True)
     tr = _run(ex, None, STATEMENT, (table_publics,), config, **statement)
     mains, bads = [], []
     for i, u in enumerate(us):
@@ -221,7 +223,8 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
     op, _ = _run(ex, i, QUERIES, (r1, aux, comp, fri, tr), config, grp(b, no_aux, b, b, b), log_size=domain.log_size)
     if not ex.concrete:
         return None
-    root = (lambda nodes: nodes[:, 1]) if unit.split else (lambda nodes: nodes[1])  # noqa: E731
+    # (a parked tree is read from its host copy)
+    root = (lambda nodes: ex.live(nodes)[:, 1]) if unit.split else (lambda nodes: ex.live(nodes)[1])  # noqa: E731
     # everything the proof needs from the device, in one transfer (the rounds are not waited for
     # one by one: this is where the host first waits for the unit's results)
     fields, excess, bad = ex.host((

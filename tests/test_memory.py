@@ -386,3 +386,72 @@ def test_the_pool_is_reserved_once_per_device_on_a_thread():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
+
+
+def _live_bytes(device) -> int:
+    return sum(x.nbytes for x in jax.live_arrays() if not x.is_deleted() and device in x.devices())
+
+
+def test_parking_held_buffers_fits_what_keeping_them_does_not(fib, monkeypatch):
+    """Under a budget between the smallest parked plan and the keep-everything peak, the planner
+    parks held outputs in host memory (largest first, until the plan fits) and says which; the
+    proof is byte-identical to the keep-everything one and verifies; at every round's start the
+    device holds no more than the plan's held buffers and arguments of that round (a parked
+    buffer is really gone from the device). With parking forbidden the same budget is refused,
+    and the refusal says parking would be an option."""
+    monkeypatch.setattr(executor, "PARK_MIN_BYTES", 0)  # Fibonacci 2^5's buffers are a few hundred bytes
+    air, trace, public = fib
+    keep = js.plan(air, jnp.asarray(trace), cfg())
+    assert not keep.parked and "all kept on the device" in str(keep)
+    smallest = js.plan(air, jnp.asarray(trace), cfg(vram_budget_mb=1 / 2**20))  # 1 byte: the best it finds
+    assert not smallest.fits and smallest.parked and smallest.peak < keep.peak
+    budget_mb = (smallest.peak + keep.peak) / 2 / 2**20
+    p = js.plan(air, jnp.asarray(trace), cfg(vram_budget_mb=budget_mb))
+    assert p.fits and 0 < len(p.parked) <= len(smallest.parked) and p.peak < keep.peak
+    for name, nbytes, copies in p.parked:
+        assert p.parkable[name] == nbytes and copies >= 0
+        assert f"park {name}" in str(p)
+    assert p.to_dict()["parked"] == [dict(buffer=n, bytes=b, copies_in=k) for n, b, k in p.parked]
+    parked = {n for n, _, _ in p.parked}
+    for r in p.rounds:  # a parked buffer is on the device only as an argument
+        assert not parked & {n for n, _ in r.resident}
+        assert sum(p.terms(r).values()) == r.total
+    assert any(r.parked_bytes for r in p.rounds) and any(r.copied_in for r in p.rounds)
+
+    with pytest.raises(js.DeviceBudgetExceeded, match="held_strategies"):
+        js.prove(air, trace, public, cfg(vram_budget_mb=budget_mb, held_strategies=()))
+
+    ref = js.prove(air, jnp.asarray(trace), public, cfg())
+    device = jax.devices("cpu")[0]
+    seen = []
+
+    def watch(event):
+        if not event.done and event.phase == "prove":
+            r = p.rounds[event.step - 1]
+            seen.append((r.name, _live_bytes(device), r.resident_bytes + r.arguments))
+
+    proof = js.prove(air, jnp.asarray(trace), public, cfg(vram_budget_mb=budget_mb), progress=watch)
+    assert proof.to_bytes() == ref.to_bytes()
+    assert js.verify(air, proof, public, cfg())
+    assert len(seen) == len(p.rounds)
+    assert all(live <= planned for _, live, planned in seen), seen
+    kept = {r.name: r.resident_bytes + r.arguments for r in keep.rounds}
+    assert any(live < kept[name] - 0 for name, live, _ in seen if name in kept)
+
+
+def test_parking_refuses_below_the_smallest_device_set_it_finds(fib, monkeypatch):
+    monkeypatch.setattr(executor, "PARK_MIN_BYTES", 0)
+    air, trace, public = fib
+    smallest = js.plan(air, jnp.asarray(trace), cfg(vram_budget_mb=1 / 2**20))
+    below = cfg(vram_budget_mb=(smallest.peak - 64) / 2**20)
+    with pytest.raises(js.DeviceBudgetExceeded, match="parked in host memory") as err:
+        js.prove(air, jnp.asarray(trace), public, below)
+    assert err.value.total == smallest.peak and "held_strategies" not in str(err.value)
+
+
+def test_held_strategies_are_checked():
+    with pytest.raises(ValueError, match="held_strategies"):
+        cfg(held_strategies=("spill",))
+    with pytest.raises(ValueError, match="held_strategies"):
+        cfg(held_strategies=["park"])
+    assert cfg(held_strategies=()).fingerprint() == cfg().fingerprint()  # a memory knob: not part of the proof

@@ -81,6 +81,12 @@ def add_memory(ap: argparse.ArgumentParser) -> None:
         help="split taller row-local tables into chunks of 2^K rows; 'auto': only when over budget",
     )
     g.add_argument("--chunk-group", type=int, metavar="G", help="prove G chunks at a time (default: the planner's)")
+    g.add_argument(
+        "--keep-held",
+        action="store_true",
+        help="keep every buffer held between rounds on the device (default: park some in host memory when that "
+        "is what fits the budget)",
+    )
 
 
 def add_tables(ap: argparse.ArgumentParser, *, traces: bool, log_rows: int | None = 10) -> None:
@@ -137,6 +143,7 @@ def config_from(args: argparse.Namespace, ap: argparse.ArgumentParser) -> StarkC
             vram_budget_mb=getattr(args, "budget_mb", None),
             max_chunk_rows_log2=chunk_rows,
             chunk_group=getattr(args, "chunk_group", None),
+            held_strategies=() if getattr(args, "keep_held", False) else DEFAULTS.held_strategies,
         )
     except ValueError as exc:
         ap.error(str(exc).replace("StarkConfig.", "").replace("num_queries", "queries"))

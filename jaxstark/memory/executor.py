@@ -10,8 +10,15 @@ compiled (looked up by signature -- no second compilation), counting dispatches,
 any device failure into the loud :class:`~jaxstark.errors.DeviceFailure`.
 
 Buffers are tracked by identity: a round's outputs become *resident* under names like
-``"table 0: trace commit.lde"`` until the schedule releases the table; a round's device set is
+``"table 0: trace commit[0].lde"`` until the schedule releases the table; a round's device set is
 the resident buffers it does not take as arguments plus XLA's figure for the round itself.
+
+**Parking** (``park``: names of held round outputs, chosen by :func:`jaxstark.memory.plan.plan`
+when keeping everything does not fit): a parked buffer is copied to host memory once the round
+that made it is done and its device copy is deleted; each later round that takes it as an
+argument gets a fresh device copy, dropped when the round is done. The planner counts a parked
+buffer on the device only as such an argument (and lists it under the round's ``parked`` host
+bytes otherwise). The values are the same bytes, so the proof does not change.
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ from jaxstark.rounds.domain import make_domain
 
 __all__ = [
     "Planner", "Runner", "RoundMemory", "CompileRecord", "compile_log", "dispatch_count", "compiled_for", "placements",
-    "clear_caches", "compile_threads", "FALLBACK_ENV", "CHUNK_AXIS", "COMPILE_THREADS_ENV",
+    "clear_caches", "compile_threads", "held_name", "FALLBACK_ENV", "CHUNK_AXIS", "COMPILE_THREADS_ENV",
+    "PARK_MIN_BYTES",
 ]  # fmt: skip
 
 FALLBACK_ENV = "JAXSTARK_TEST_ONLY_HOST_FALLBACK"
@@ -50,6 +58,7 @@ _COMPILE_LOG: list = []  # CompileRecord per program compiled (a _Compiling job 
 _POOLS: dict = {}  # number of threads -> the pool compiling planned programs
 _DOMAINS: dict = {}  # (log_n, blowup, device label, shardings) -> domain tables on the device (the last proof's)
 _BANNER_SHOWN = [False]
+PARK_MIN_BYTES = 1 << 16  # a held output smaller than this is never parked (the copies cost more than it frees)
 # the callback that hears of every round the planner compiles (jaxstark.progress; set by plan_checked)
 PLANNING: contextvars.ContextVar = contextvars.ContextVar("jaxstark_planning_progress", default=None)
 
@@ -130,6 +139,18 @@ def placements(args: tuple, axes: tuple | None, mesh: Mesh | None, device: jax.D
         return jax.tree.map(lambda _: split if ax == 0 else whole, sub)
 
     return place(axes, args)
+
+
+def held_name(table: int | None, name: str) -> str:
+    """The prefix under which round ``name`` of unit ``table`` holds its outputs (each leaf's
+    tree path follows it: ``"table 0: trace commit[0].lde"``)."""
+    return f"{'shared' if table is None else f'table {table}'}: {name}"
+
+
+def _named_leaves(prefix: str, tree) -> list[tuple[str, object]]:
+    """``(name, leaf)`` of every array of ``tree``, named as the planner holds it."""
+    return [(f"{prefix}{jax.tree_util.keystr(path)}", leaf)
+            for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0] if hasattr(leaf, "shape")]  # fmt: skip
 
 
 def grouped(fn, static: dict, axes: tuple):
@@ -418,6 +439,12 @@ class RoundMemory:
     # bytes of a host trace's row blocks on the device beside its arguments while they are copied
     # in (jaxstark.transfer), before the round runs: the larger of this and what the round adds counts
     staging: int = 0
+    parked: tuple[tuple[str, int], ...] = ()  # held buffers parked in host memory during this round
+    copied_in: int = 0  # bytes of the arguments copied back from host memory for this round (parked)
+
+    @property
+    def parked_bytes(self) -> int:
+        return sum(b for _, b in self.parked)
 
     @property
     def resident_bytes(self) -> int:
@@ -489,12 +516,19 @@ class _Executor:
     def from_host(self, trace) -> None:
         """``trace`` is a caller's trace in host memory: each round that takes it copies it in."""
 
+    def live(self, x):
+        """``x`` as it can be read now: the array, or its host copy when it is parked."""
+        return x
+
 
 class Planner(_Executor):
     """Runs the schedule on abstract values, compiling each round and recording its memory."""
 
-    def __init__(self, devices, default, meshes=None):
+    def __init__(self, devices, default, meshes=None, park: frozenset = frozenset()):
         super().__init__(devices, default, meshes)
+        self.park = park  # names of held outputs parked in host memory between the rounds that take them
+        self.parkable: dict[str, int] = {}  # held round outputs that may be parked -> bytes
+        self.copies_in: dict[str, int] = {}  # parked name -> rounds that copy it back in
         self._rounds: list[RoundMemory] = []
         self._pending: list[tuple] = []  # rounds whose program is still compiling, in order
         # id(array) -> (name, array, owning table or None when shared, held until the end)
@@ -502,9 +536,8 @@ class Planner(_Executor):
         self.on_host: dict[int, object] = {}  # id(array) -> a caller's trace in host memory (kept alive)
 
     def hold(self, name: str, tree, table: int | None, *, until_end: bool = False) -> None:
-        for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
-            if hasattr(leaf, "shape"):
-                self.held[id(leaf)] = (f"{name}{jax.tree_util.keystr(path)}", leaf, table, until_end)
+        for leaf_name, leaf in _named_leaves(name, tree):
+            self.held[id(leaf)] = (leaf_name, leaf, table, until_end)
 
     def release(self, table: int) -> None:
         self.held = {k: v for k, v in self.held.items() if v[2] != table or v[3]}
@@ -548,22 +581,34 @@ class Planner(_Executor):
         )  # host arrays are copied in one after another
         arg_ids = {id(x) for x in jax.tree.leaves(args)}
         by_name: dict[str, int] = {}
-        fixed = 0
+        on_host: dict[str, int] = {}
+        fixed = copied_in = 0
         here = self.devset(table)
         for key, (buf, ref, owner, until_end) in self.held.items():
             if not self.devset(owner) & here:
                 continue
+            parked = buf in self.park and not until_end
             if key not in arg_ids:
+                if parked:
+                    on_host[buf] = on_host.get(buf, 0) + _nbytes(ref)
+                    continue
                 by_name[buf] = by_name.get(buf, 0) + _nbytes(ref)
+            elif parked:
+                copied_in += _nbytes(ref)
+                self.copies_in[buf] = self.copies_in.get(buf, 0) + 1
             if until_end or owner != table:
                 fixed += _nbytes(ref)
         resident = tuple(sorted(by_name.items()))
-        self._pending.append((table, name, exe, fresh, seconds, passed, resident, fixed, staging))
+        extra = (tuple(sorted(on_host.items())), copied_in)
+        self._pending.append((table, name, exe, fresh, seconds, passed, resident, fixed, staging, extra))
         self._measure(wait=False)
         # a fresh abstract value per dispatch: the buffers are tracked by identity, and one
         # executable (or one pending compile job) serves several dispatches
         out = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=s.sharding), exe.out_info)
-        self.hold(f"{'shared' if table is None else f'table {table}'}: {name}", out, table)
+        self.hold(held_name(table, name), out, table)
+        for leaf_name, leaf in _named_leaves(held_name(table, name), out):
+            if _nbytes(leaf) >= PARK_MIN_BYTES:
+                self.parkable[leaf_name] = _nbytes(leaf)
         return out
 
     @property
@@ -577,7 +622,7 @@ class Planner(_Executor):
         planning callback of each one compiled; ``wait=False``: only those at the front of the
         queue whose compilation is done."""
         while self._pending:
-            table, name, exe, fresh, seconds, passed, resident, fixed, staging = self._pending[0]
+            table, name, exe, fresh, seconds, passed, resident, fixed, staging, (parked, copied_in) = self._pending[0]
             if isinstance(exe, _Compiling) and not wait and not exe.future.done():
                 return
             self._pending.pop(0)
@@ -596,7 +641,7 @@ class Planner(_Executor):
             self._rounds.append(
                 RoundMemory(
                     table, name, self.label(table), resident, counted, int(mem.output_size_in_bytes),
-                    int(mem.temp_size_in_bytes), int(mem.alias_size_in_bytes), fixed, staging,
+                    int(mem.temp_size_in_bytes), int(mem.alias_size_in_bytes), fixed, staging, parked, copied_in,
                 )
             )  # fmt: skip
             if fresh and (callback := PLANNING.get()) is not None:
@@ -611,8 +656,10 @@ class Runner(_Executor):
     concrete = True
 
     def __init__(self, devices, default, diagnostic: Callable[[int | None, str], str], meshes=None, progress=None,
-                 shapes: frozenset = frozenset()):  # fmt: skip
+                 shapes: frozenset = frozenset(), park: frozenset = frozenset()):  # fmt: skip
         super().__init__(devices, default, meshes)
+        self.park = park  # the plan's parked outputs (by held name)
+        self._parked: dict[int, tuple[int | None, object, np.ndarray]] = {}  # id(array) -> (unit, array, host copy)
         # device copies of the domain tables are kept for the next proof of the same shapes on the
         # same devices; the others are dropped before this proof dispatches anything (its plan
         # counts only its own: (log_n, blowup, device label) of each unit)
@@ -650,6 +697,7 @@ class Runner(_Executor):
         The host does not wait for the round unless progress is shown (then its event carries
         the round's own time): the next round is dispatched behind it, and a failure while it
         runs on the device is reported where the host next reads a result (:meth:`host`)."""
+        args = self._unparked(args)  # a parked argument: its host copy, copied in below
         spec = registered(name)
         site = name if spec is None else spec.name  # a FRI layer's dispatches are the FRI layer round's
         sites = (site,) if spec is None else (site, *spec.stage_sites(spec.fri_layers(args, static)))
@@ -671,9 +719,38 @@ class Runner(_Executor):
             with jax.default_device(jax.local_devices(backend="cpu")[0]):
                 host_args = jax.device_put(jax.device_get(args), jax.local_devices(backend="cpu")[0])
                 out = jax.device_put(jax.block_until_ready(fn(*host_args, **static)), exe.output_shardings)
+        if self.park:
+            self._park(table, name, out)
         if event is not None:
             self.progress[0](dataclasses.replace(event, seconds=time.perf_counter() - start))
         return out
+
+    def _park(self, table: int | None, name: str, out) -> None:
+        """Copy the round's outputs the plan parks to host memory and delete their device copies
+        (the arrays stay as handles: :meth:`run`, :meth:`host` and :meth:`live` read the host copy)."""
+        for leaf_name, leaf in _named_leaves(held_name(table, name), out):
+            if leaf_name in self.park:
+                try:
+                    faults.check(faults.TO_HOST)
+                    host = np.asarray(leaf)
+                except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
+                    self._failed(exc, table, name, faults.TO_HOST)
+                    host = np.asarray(jax.device_get(leaf))
+                self._parked[id(leaf)] = (table, leaf, host)
+                leaf.delete()
+
+    def _unparked(self, tree):
+        return jax.tree.map(lambda x: self._parked[id(x)][2] if id(x) in self._parked else x, tree)
+
+    def live(self, x):
+        return self._parked[id(x)][2] if id(x) in self._parked else x
+
+    def drop(self, tree) -> None:
+        for x in jax.tree.leaves(tree):
+            self._parked.pop(id(x), None)
+
+    def release(self, table: int) -> None:
+        self._parked = {k: v for k, v in self._parked.items() if v[0] != table}
 
     def _to_device(self, tree, shardings):
         faults.check(faults.TO_DEVICE)
@@ -708,6 +785,7 @@ class Runner(_Executor):
         """``tree``'s arrays on the host, gathered from every process when they are spread over
         devices of several processes (fault site "device to host"; a failure is reported with
         the diagnostic of the last round dispatched, whose results these are)."""
+        tree = self._unparked(tree)
         try:
             faults.check(faults.TO_HOST)
             if jax.process_count() == 1:

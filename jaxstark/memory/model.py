@@ -369,7 +369,7 @@ def model(
     opened += sum(48 * q + 32 * q * (h.bit_length() - 1) for h in heights)
 
     rounds: list[ModelRound] = []
-    held: list[_Buf] = [domain] if host_trace else [trace, domain, *([others] if others.nbytes else [])]
+    held: list[_Buf] = [public, domain] if host_trace else [public, trace, domain, *([others] if others.nbytes else [])]
     tr: list[_Buf | None] = [None]  # the current transcript (every round returns a new one)
 
     # a host trace is copied in by each round that takes it, in row blocks on an accelerator

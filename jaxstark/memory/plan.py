@@ -87,6 +87,9 @@ class Plan:
     groups: tuple[int, ...] = ()  # per statement table, log2 of the chunks proven at once under vmap
     meshes: dict[int, Mesh] = dataclasses.field(default_factory=dict, repr=False)  # unit -> devices it spans
     host_traces: tuple[bool, ...] = ()  # per statement table: its trace assumed in host memory (else on the device)
+    # held outputs parked in host memory between the rounds that take them: (name, bytes, rounds copying it back)
+    parked: tuple[tuple[str, int, int], ...] = ()
+    parkable: dict[str, int] = dataclasses.field(default_factory=dict, repr=False)  # what may be parked -> bytes
 
     def chunking(self, table: int) -> str:
         """How statement table ``table`` is split, in words ('' when whole)."""
@@ -141,7 +144,7 @@ class Plan:
         rounds = [
             dict(unit=r.table, round=r.name, device=r.device, terms=self.terms(r), held_before=r.resident_bytes,
                  arguments=r.arguments, outputs=r.outputs, temporaries=r.temporaries, aliased=r.aliased,
-                 staging=r.staging, total=r.total)
+                 staging=r.staging, parked_on_host=r.parked_bytes, copied_in=r.copied_in, total=r.total)
             for r in self.rounds
         ]  # fmt: skip
         return dict(
@@ -155,6 +158,7 @@ class Plan:
             group_log2=list(self.groups),
             chunking=[self.chunking(t) for t in range(len(self.chunks))],
             host_traces=list(self.host_traces),
+            parked=[dict(buffer=n, bytes=b, copies_in=k) for n, b, k in self.parked],
             rounds=rounds,
         )
 
@@ -171,6 +175,17 @@ class Plan:
         return (f"caller's traces: tables {host} in host memory (on the device only as arguments of the rounds that "
                 f"take them{blocks}), the rest on the device for the whole proof")  # fmt: skip
 
+    def held_strategy(self) -> str:
+        """What the plan does with the buffers held between rounds, in words."""
+        if not self.parked:
+            return "held buffers: all kept on the device"
+        total = sum(b for _, b, _ in self.parked)
+        lines = [f"held buffers: {len(self.parked)} parked in host memory between the rounds that take them "
+                 f"({_size(total)}; copied out once, back in for each such round):"]  # fmt: skip
+        lines += [f"  park {n:44} {_size(b):>12}  copied back {k} time{'s' if k != 1 else ''}"
+                  for n, b, k in self.parked]  # fmt: skip
+        return "\n".join(lines)
+
     def diagnostic(self, table: int | None, name: str) -> str:
         """Everything known about one round, for an error message."""
         r = next(r for r in self.rounds if r.table == table and r.name == name)
@@ -183,6 +198,9 @@ class Plan:
         lines.append(f"  budget {budget}")
         lines.append(f"  live memory: {live_memory(self.devices.get(table, self.default_device))}")
         lines.append(f"  allocator posture: {allocator_posture()}")
+        if self.parked:
+            names = ", ".join(n for n, _, _ in self.parked)
+            lines.append(f"  with {len(self.parked)} held buffer(s) parked in host memory: {names}")
         return "\n".join(lines)
 
     def admit(self) -> None:
@@ -197,7 +215,13 @@ class Plan:
             "the planned device set exceeds the memory budget (nothing was dispatched): "
             + self.diagnostic(r.table, r.name)
             + "\n  to fit: lower the blowup, split a row-local table into row chunks "
-            "(StarkConfig.max_chunk_rows_log2), or use a larger device",
+            "(StarkConfig.max_chunk_rows_log2)"
+            + (
+                ""
+                if self.parked or not self._park_refused()
+                else ", allow parking held buffers in host memory (StarkConfig.held_strategies)"
+            )
+            + ", or use a larger device",
             table=None if table is None else table.name,
             table_index=r.table,
             round=r.name,
@@ -210,6 +234,9 @@ class Plan:
             allocator_posture=allocator_posture(),
         )
 
+    def _park_refused(self) -> bool:
+        return bool(self.parkable) and not self.parked
+
     def __str__(self) -> str:
         lines = []
         for dev, budget in self.budgets.items():
@@ -221,6 +248,7 @@ class Plan:
             lines.append(f"unit {t.index} {t.name}: {t.shape} on {t.device}{' -- ' + t.policy if t.policy else ''}")
         lines.append(f"rounds 2-5 in table order {list(self.order)}")
         lines.append(self.trace_residency())
+        lines.append(self.held_strategy())
         cols = ("held before", "arguments", "outputs", "temporaries", "device set")
         head = f"{'table':>5} {'round':18}" + "".join(f" {c:>12}" for c in cols)
         lines += [head, "-" * len(head)]
@@ -264,13 +292,14 @@ def _placement(us, airs, config: StarkConfig, default: jax.Device, spread: tuple
     return devices, meshes, policies
 
 
-def _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order, host) -> list[RoundMemory]:
-    planner = Planner(devices, default, meshes)
+def _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order, host, park) -> Planner:
+    planner = Planner(devices, default, meshes, park)
     u64 = jnp.uint64
     traces = [jax.ShapeDtypeStruct((1 << log_n, air.width), u64) for air, log_n in zip(airs, log_ns, strict=True)]
     publics = tuple(jax.ShapeDtypeStruct((air.num_public_inputs,), u64) for air in airs)
     schedule(planner, airs, traces, publics, log_ns, config, order, chunks=chunks, groups=groups, host_traces=host)
-    return planner.rounds
+    planner.rounds  # noqa: B018 -- waits for the programs still compiling
+    return planner
 
 
 def plan_checked(
@@ -311,7 +340,10 @@ def plan_checked(
     if key not in _PLANS:
         token = PLANNING.set(progress)
         try:
-            _PLANS[key] = _plan_checked(airs, log_ns, config, (default, spread), chunks, fixed, host)
+            p = _plan_checked(airs, log_ns, config, (default, spread), chunks, fixed, host)
+            if not p.fits and "park" in config.held_strategies and jax.process_count() == 1:
+                p = _parking(p, airs, log_ns, config, (default, spread), host)
+            _PLANS[key] = p
         finally:
             PLANNING.reset(token)
     return _PLANS[key]
@@ -347,6 +379,27 @@ def _plan_checked(airs, log_ns, config, device, chunks, fixed, host) -> Plan:
         if k <= current[t]:
             return p  # no taller split fits the AIR's height rules: admission refuses it
         current[t] = k
+
+
+def _parking(p: Plan, airs, log_ns, config, device, host) -> Plan:
+    """The plan with held outputs parked in host memory, chosen greedily: while the plan does
+    not fit, park the largest parkable buffer the binding round holds without taking it (the
+    executables are the same: each step walks the schedule again, compiling nothing). Returns
+    the first plan that fits, else the one whose binding round is smallest against its budget."""
+
+    def ratio(q: Plan) -> float:
+        return q.binding.total / q.budgets[q.binding.device].bytes
+
+    best, park = p, set()
+    while not p.fits:
+        candidates = [(b, n) for n, b in p.binding.resident if n in p.parkable and n not in park]
+        if not candidates:
+            break
+        park.add(max(candidates, key=lambda c: (c[0], c[1]))[1])
+        p = _plan_units(airs, log_ns, config, device, p.chunks, p.groups, host, frozenset(park))
+        if p.fits or ratio(p) < ratio(best):
+            best = p
+    return best
 
 
 def _splits(air: AIR, log_rows: int, config: StarkConfig) -> bool:
@@ -411,7 +464,7 @@ def _one_group_fits(airs, log_ns, config, device, chunks, least, host) -> bool:
     )
 
 
-def _plan_units(airs, log_ns, config, device, chunks, groups, host) -> Plan:
+def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozenset = frozenset()) -> Plan:
     us = units(tuple(log_ns), chunks, groups)
     unit_airs = tuple(airs[u.table] for u in us)
     default, spread = device
@@ -425,29 +478,30 @@ def _plan_units(airs, log_ns, config, device, chunks, groups, host) -> Plan:
         return max(r.total / budgets[r.device].bytes for r in rounds)
 
     def run(order):
-        return _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order, host)
+        return _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order, host, park)
 
     statement = tuple(range(len(us)))
     best_order, best = statement, run(statement)
     if len(us) > 1:
         weight = dict.fromkeys(statement, 0)
-        for r in best:
+        for r in best.rounds:
             if r.table is not None:
                 weight[r.table] = max(weight[r.table], r.total)
         heavy_first = tuple(sorted(statement, key=lambda i: -weight[i]))
         for order in (heavy_first, heavy_first[::-1]):
             if order != best_order:
-                rounds = run(order)
-                if worst(rounds) < worst(best):
-                    best_order, best = order, rounds
+                walked = run(order)
+                if worst(walked.rounds) < worst(best.rounds):
+                    best_order, best = order, walked
     tables = tuple(
         TablePlan(i, air.name + u.words + (f" of {1 << chunks[u.table]}" if u.split else ""), u.log_rows, air.width,
                   air.num_aux_columns, config.blowup, device_label(meshes.get(i), devices[i]), policies[i], u.table,
                   u.count)
         for i, (air, u) in enumerate(zip(unit_airs, us, strict=True))
     )  # fmt: skip
-    return Plan(tables, tuple(best), budgets, best_order, devices, default, tuple(chunks), tuple(groups), meshes,
-                host)  # fmt: skip
+    parked = tuple((n, b, best.copies_in.get(n, 0)) for n, b in sorted(best.parkable.items()) if n in park)
+    return Plan(tables, tuple(best.rounds), budgets, best_order, devices, default, tuple(chunks), tuple(groups), meshes,
+                host, parked, dict(best.parkable))  # fmt: skip
 
 
 def plan(
