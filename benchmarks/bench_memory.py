@@ -62,7 +62,8 @@ def child(spec: str, phase: str) -> dict:
     t = time.perf_counter()
     plan = js.plan(air, trace, config)  # as js.prove will plan it: the numpy trace in host memory
     stats = dev.memory_stats() or {}
-    out.update(plan_s=time.perf_counter() - t, predicted=plan.peak, binding=plan.binding.name,
+    out.update(plan_s=time.perf_counter() - t, predicted=plan.peak, binding=plan.binding.name, fits=plan.fits,
+               parked=[[n, b, k] for n, b, k in plan.parked],
                bytes_limit=stats.get("bytes_limit", 0), peak_after_plan=stats.get("peak_bytes_in_use", 0))  # fmt: skip
     if phase == "compile":
         return out

@@ -283,3 +283,15 @@ def test_demo_is_the_default_and_checks_itself():
     out = jaxstark("--log-rows", "4", *SMALL)
     assert out.returncode == 0, out.stderr
     assert "verified   OK" in out.stdout and "trace paths" in out.stdout
+
+
+@pytest.mark.parametrize("command", ["plan", "prove"])
+def test_keep_held_forbids_parking(command):
+    from jaxstark.cli import parser
+    from jaxstark.cli.common import config_from
+
+    ap = parser()
+    args = ap.parse_args([command, "--example", "fibonacci", "--keep-held"])
+    assert config_from(args, ap).held_strategies == ()
+    args = ap.parse_args([command, "--example", "fibonacci"])
+    assert config_from(args, ap).held_strategies == js.StarkConfig().held_strategies == ("park",)

@@ -90,6 +90,7 @@ class Plan:
     # held outputs parked in host memory between the rounds that take them: (name, bytes, rounds copying it back)
     parked: tuple[tuple[str, int, int], ...] = ()
     parkable: dict[str, int] = dataclasses.field(default_factory=dict, repr=False)  # what may be parked -> bytes
+    may_park: bool = True  # StarkConfig.held_strategies allowed parking (and one process runs the proof)
 
     def chunking(self, table: int) -> str:
         """How statement table ``table`` is split, in words ('' when whole)."""
@@ -235,7 +236,8 @@ class Plan:
         )
 
     def _park_refused(self) -> bool:
-        return bool(self.parkable) and not self.parked
+        """Parking was not allowed, and there was something to park."""
+        return not self.may_park and bool(self.parkable)
 
     def __str__(self) -> str:
         lines = []
@@ -341,8 +343,10 @@ def plan_checked(
         token = PLANNING.set(progress)
         try:
             p = _plan_checked(airs, log_ns, config, (default, spread), chunks, fixed, host)
-            if not p.fits and "park" in config.held_strategies and jax.process_count() == 1:
+            may_park = "park" in config.held_strategies and jax.process_count() == 1
+            if not p.fits and may_park:
                 p = _parking(p, airs, log_ns, config, (default, spread), host)
+            p = dataclasses.replace(p, may_park=may_park)
             _PLANS[key] = p
         finally:
             PLANNING.reset(token)
