@@ -571,14 +571,15 @@ class Planner(_Executor):
         exe, fresh = _compiled(fn, static, args, shardings, name, describe, defer=True)
         seconds = time.perf_counter() - start
         passed = _nbytes(jax.tree.map(_sds, args, shardings))
+        parked_ids = {k for k, (buf, _, _, until_end) in self.held.items() if buf in self.park and not until_end}
         staging = max(
             (
                 transfer.in_flight(x.shape, x.dtype, transfer.platform(s))
                 for x, s in zip(jax.tree.leaves(args), jax.tree.leaves(shardings), strict=True)
-                if id(x) in self.on_host
+                if id(x) in self.on_host or id(x) in parked_ids
             ),
             default=0,
-        )  # host arrays are copied in one after another
+        )  # host arrays (a caller's trace, parked buffers) are copied in one after another
         arg_ids = {id(x) for x in jax.tree.leaves(args)}
         by_name: dict[str, int] = {}
         on_host: dict[str, int] = {}
@@ -728,16 +729,18 @@ class Runner(_Executor):
     def _park(self, table: int | None, name: str, out) -> None:
         """Copy the round's outputs the plan parks to host memory and delete their device copies
         (the arrays stay as handles: :meth:`run`, :meth:`host` and :meth:`live` read the host copy)."""
-        for leaf_name, leaf in _named_leaves(held_name(table, name), out):
-            if leaf_name in self.park:
-                try:
-                    faults.check(faults.TO_HOST)
-                    host = np.asarray(leaf)
-                except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
-                    self._failed(exc, table, name, faults.TO_HOST)
-                    host = np.asarray(jax.device_get(leaf))
-                self._parked[id(leaf)] = (table, leaf, host)
-                leaf.delete()
+        leaves = [leaf for leaf_name, leaf in _named_leaves(held_name(table, name), out) if leaf_name in self.park]
+        try:
+            faults.check(faults.TO_HOST)
+            for leaf in leaves:  # every copy is started before the first is waited for
+                leaf.copy_to_host_async()
+            hosts = [np.asarray(leaf) for leaf in leaves]
+        except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
+            self._failed(exc, table, name, faults.TO_HOST)
+            hosts = [np.asarray(jax.device_get(leaf)) for leaf in leaves]  # test-only fallback
+        for leaf, host in zip(leaves, hosts, strict=True):
+            self._parked[id(leaf)] = (table, leaf, host)
+            leaf.delete()
 
     def _unparked(self, tree):
         return jax.tree.map(lambda x: self._parked[id(x)][2] if id(x) in self._parked else x, tree)
