@@ -77,38 +77,53 @@ def _flatten_rows(matrix: Array) -> Array:
 
 
 SCAN_LEVELS_BELOW = 1 << 16  # levels of at most this many nodes are built by one scanned compression
-
-
-def _top_levels(level: Array, h: Hash) -> list[Array]:
-    """Levels above a ``(m, 32)`` level (m <= SCAN_LEVELS_BELOW), largest first, computed by a
-    ``lax.scan`` over a fixed ``(m, 32)`` buffer: one compiled compression serves every level.
-    Each step compresses m/2 pairs, most of them padding once the level is small: at most
-    ``m/2 * log2(m)`` compressions (0.5 M for m = 2^16, under a millisecond on a GPU) instead of
-    ``m``, traded for compile time -- every unrolled level is another copy of the hash."""
-    m = level.shape[0]
-    steps = m.bit_length() - 1
-    if steps == 0:
-        return []
-
-    def step(buf, _):
-        parents = h._compress(buf[0::2], buf[1::2])
-        return jnp.concatenate([parents, jnp.zeros_like(parents)]), parents
-
-    _, ys = jax.lax.scan(step, level, None, length=steps)
-    return [ys[i, : m >> (i + 1)] for i in range(steps)]
+# the plain-jnp tree hashes its leaves this many at a time (a hash holds ~300 bytes per leaf it
+# works on: the whole matrix at once would be most of its round's device set)
+LEAF_BLOCK = 1 << 12
 
 
 def _reference_build(matrix: Array, hash_name: str) -> Array:
-    """The tree in plain ``jnp``: the CPU path, and the reference the kernels are held to."""
+    """The tree in plain ``jnp``: the CPU path, and the reference the kernels are held to.
+
+    Every level is written into the one ``(2n, 32)`` node array (heap order: the level of ``k``
+    nodes at rows ``[k, 2k)``, row 0 unused and zero), so the build holds the tree and one
+    level's working set, not a copy of each level. The leaves are hashed ``LEAF_BLOCK`` rows at
+    a time (a hash holds a few hundred bytes per message it works on). Levels of more than
+    ``SCAN_LEVELS_BELOW`` nodes are one compression each; the levels above them run in one
+    ``lax.fori_loop`` that compresses ``m/2`` pairs per step (``m`` the first such level), most
+    of them computing nodes of the levels below again once the level is small: at most
+    ``m/2 * log2(m)`` compressions (0.5 M for m = 2^16, under a millisecond on a GPU) instead of
+    ``m``, traded for compile time -- every unrolled level is another copy of the hash."""
     h = get_hash(hash_name)
-    level = h._hash_rows(_flatten_rows(matrix))
-    levels = [level]
-    while level.shape[0] > SCAN_LEVELS_BELOW:  # large levels: one compression each, no waste
-        level = h._compress(level[0::2], level[1::2])
-        levels.append(level)
-    levels += _top_levels(level, h)
-    levels.append(jnp.zeros((1, DIGEST_BYTES), jnp.uint8))  # nodes[0], unused
-    return jnp.concatenate(levels[::-1], axis=0)
+    rows = _flatten_rows(matrix)
+    n = rows.shape[0]
+    nodes = jnp.zeros((2 * n, DIGEST_BYTES), jnp.uint8)
+    if n > LEAF_BLOCK:
+
+        def leaf_block(j, nodes):
+            block = jax.lax.dynamic_slice_in_dim(rows, j * LEAF_BLOCK, LEAF_BLOCK)
+            return jax.lax.dynamic_update_slice_in_dim(nodes, h._hash_rows(block), n + j * LEAF_BLOCK, 0)
+
+        nodes = jax.lax.fori_loop(0, n // LEAF_BLOCK, leaf_block, nodes)
+    else:
+        nodes = nodes.at[n:].set(h._hash_rows(rows))
+    m = n
+    while m > SCAN_LEVELS_BELOW:  # large levels: one compression each, no waste
+        nodes = nodes.at[m // 2 : m].set(h._compress(nodes[m : 2 * m : 2], nodes[m + 1 : 2 * m : 2]))
+        m //= 2
+    if m == 1:
+        return nodes
+    half = m // 2
+
+    def level(i, nodes):  # the level of k = m / 2^(i+1) nodes, from the one at rows [2k, 4k)
+        k = jnp.right_shift(np.int32(half), i)
+        below = jax.lax.dynamic_slice_in_dim(nodes, 2 * k, m)  # that level, then padding
+        # rows [k, k + m/2): this level's k nodes, then nodes of the levels below computed again
+        # from their children, which are final by now -- the same bytes, so no mask is needed
+        parents = h._compress(below[0::2], below[1::2])
+        return jax.lax.dynamic_update_slice_in_dim(nodes, parents, k, 0)
+
+    return jax.lax.fori_loop(0, m.bit_length() - 1, level, nodes)
 
 
 @functools.partial(jax.jit, static_argnums=1)

@@ -35,6 +35,8 @@ from jaxstark.rounds import (
     FRI_FINAL,
     FRI_LAYER,
     LOGUP_CHALLENGES,
+    OPENED,
+    OPENINGS,
     OUT_OF_DOMAIN,
     QUERIES,
     ROUNDS,
@@ -43,6 +45,7 @@ from jaxstark.rounds import (
     TRACE_COMMIT_AGAIN,
     FriCommitment,
     fri_layer_name,
+    openings_name,
     r4_fri_layer,
 )
 
@@ -218,27 +221,45 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
         ex, i, OUT_OF_DOMAIN, (r1.coeffs, aux_coeffs, comp.parts_coeffs, tr), config, grp(b, no_aux, b, b),
         log_n=domain.log_n,
     )  # fmt: skip
+    ex.drop((r1.coeffs, aux_coeffs, comp.parts_coeffs))  # their last use
     deep = (domain, r1.lde, aux_lde, comp.parts_lde, ood, tr), grp(None, b, no_aux, b, b, b)
     fri, tr = _fri(ex, i, deep, config, domain, grp(b, b, None), grp(b, b, None, None))
-    op, _ = _run(ex, i, QUERIES, (r1, aux, comp, fri, tr), config, grp(b, no_aux, b, b, b), log_size=domain.log_size)
+    q, _ = _run(ex, i, QUERIES, (tr,), config, grp(b), log_size=domain.log_size)
+    # each commitment opened in a dispatch of its own, and dropped once opened (its roots with it)
+    commitments = dict(trace=((r1.lde,), (r1.nodes,)), aux=None if aux is None else ((aux.lde,), (aux.nodes,)),
+                       composition=((comp.parts_lde,), (comp.nodes,)), FRI=(fri.leaves, fri.nodes))  # fmt: skip
+    opened = {}
+    for what in OPENED:
+        if commitments[what] is None:
+            continue
+        leaves, nodes = commitments[what]
+        opened[what] = _run(ex, i, OPENINGS, (leaves, nodes, q.indices), config, grp(b, b, b),
+                            label=openings_name(what))  # fmt: skip
+        ex.drop((leaves, nodes))
     if not ex.concrete:
         return None
-    # (a parked tree is read from its host copy)
-    root = (lambda nodes: ex.live(nodes)[:, 1]) if unit.split else (lambda nodes: ex.live(nodes)[1])  # noqa: E731
     # everything the proof needs from the device, in one transfer (the rounds are not waited for
     # one by one: this is where the host first waits for the unit's results)
-    fields, excess, bad = ex.host((
-        dict(
-            trace_root=root(r1.nodes), parts_root=root(comp.nodes), fri_roots=[root(nodes) for nodes in fri.nodes],
-            trace_z=ood.trace_z, trace_zg=ood.trace_zg, aux_z=ood.aux_z, aux_zg=ood.aux_zg, parts_z=ood.parts_z,
-            fri_final=fri.final, nonce=op.nonce, trace_rows=op.trace_rows, trace_paths=op.trace_paths,
-            aux_rows=op.aux_rows, aux_paths=op.aux_paths, parts_rows=op.parts_rows, parts_paths=op.parts_paths,
-            fri_rows=tuple(op.fri_rows), fri_paths=tuple(op.fri_paths),
-            aux_root=None if aux is None else root(aux.nodes), bus_sums=None if aux is None else aux.sums,
-        ),
+    got, values, excess, bad = ex.host((
+        opened, dict(trace_z=ood.trace_z, trace_zg=ood.trace_zg, aux_z=ood.aux_z, aux_zg=ood.aux_zg,
+                     parts_z=ood.parts_z, fri_final=fri.final, nonce=q.nonce,
+                     bus_sums=None if aux is None else aux.sums),
         comp.excess,
         r1.bad,
     ))  # fmt: skip
+    t, c, f = got["trace"], got["composition"], got["FRI"]
+    if aux is None:
+        shape = np.shape(t.rows[0])[:-1]  # (q,), or (chunks, q) for a group
+        a_rows, a_paths, a_root = np.zeros((*shape, 0), np.uint64), np.zeros((*shape, 0, 32), np.uint8), None
+    else:
+        a = got["aux"]
+        a_rows, a_paths, a_root = a.rows[0], a.paths[0], a.roots[..., 0, :]
+    fields = dict(
+        values, trace_root=t.roots[..., 0, :], parts_root=c.roots[..., 0, :],
+        fri_roots=[f.roots[..., k, :] for k in range(len(f.paths))], trace_rows=t.rows[0], trace_paths=t.paths[0],
+        aux_rows=a_rows, aux_paths=a_paths, parts_rows=c.rows[0], parts_paths=c.paths[0], fri_rows=tuple(f.rows),
+        fri_paths=tuple(f.paths), aux_root=a_root,
+    )  # fmt: skip
     _check_canonical(air, unit, bad)
     if bool(np.any(excess)):
         message = (

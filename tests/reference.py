@@ -110,6 +110,17 @@ REFERENCE_HASHES = {
 }
 
 
+def merkle_nodes(rows, hash_name: str) -> list[bytes]:
+    """Every node of the tree over ``rows``, in heap order (the level of k nodes at [k, 2k);
+    entry 0 unused: 32 zero bytes)."""
+    leaf, node, _ = REFERENCE_HASHES[hash_name]
+    levels = [[leaf(r) for r in rows]]
+    while len(levels[-1]) > 1:
+        below = levels[-1]
+        levels.append([node(below[i], below[i + 1]) for i in range(0, len(below), 2)])
+    return [bytes(32)] + [d for level in levels[::-1] for d in level]
+
+
 def merkle_root(rows, hash_name: str) -> bytes:
     """Root of the tree over ``rows`` (a list of lists of ints), built the textbook way."""
     leaf, node, _ = REFERENCE_HASHES[hash_name]

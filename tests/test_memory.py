@@ -23,7 +23,8 @@ def fib():
     return EXAMPLES["fibonacci"](5)
 
 
-ROUNDS = ["statement", "trace commit", "fork", "composition", "out-of-domain", "DEEP", "FRI final", "queries"]
+ROUNDS = ["statement", "trace commit", "fork", "composition", "out-of-domain", "DEEP", "FRI final", "queries",
+          "openings trace", "openings composition", "openings FRI"]  # fmt: skip
 
 
 def test_plan_lists_every_round_term_by_term(fib):
@@ -73,8 +74,10 @@ def test_fri_inputs_are_freed_once_the_next_dispatch_has_them(fib, monkeypatch):
     monkeypatch.setattr(executor.Runner, "run", run)
     proof = js.prove(air, trace, public, cfg())
     names = [name for name, _ in seen]
-    assert names[names.index("DEEP") :] == ["DEEP", "FRI layer 0", "FRI layer 1", "FRI layer 2", "FRI final", "queries"]
-    assert all(all(dead) for _, dead in seen) and len(seen[-1][1]) == 4, seen
+    assert names[names.index("DEEP") : names.index("queries") + 1] == [
+        "DEEP", "FRI layer 0", "FRI layer 1", "FRI layer 2", "FRI final", "queries"
+    ]  # fmt: skip
+    assert all(all(dead) for _, dead in seen) and len(seen[names.index("queries")][1]) == 4, seen
     assert js.verify(air, proof, public, cfg())
 
 
@@ -398,8 +401,9 @@ def test_parking_held_buffers_fits_what_keeping_them_does_not(fib, monkeypatch):
     """Under a budget between the smallest parked plan and the keep-everything peak, the planner
     parks held outputs in host memory (largest first, until the plan fits) and says which; the
     proof is byte-identical to the keep-everything one and verifies; at every round's start the
-    device holds no more than the plan's held buffers and arguments of that round (a parked
-    buffer is really gone from the device). With parking forbidden the same budget is refused,
+    device holds no more than the plan's held buffers and arguments of that round, with and
+    without parking (a parked buffer, or one dropped after its last use, is really gone from
+    the device). With parking forbidden the same budget is refused,
     and the refusal says parking would be an option."""
     monkeypatch.setattr(executor, "PARK_MIN_BYTES", 0)  # Fibonacci 2^5's buffers are a few hundred bytes
     air, trace, public = fib
@@ -423,26 +427,33 @@ def test_parking_held_buffers_fits_what_keeping_them_does_not(fib, monkeypatch):
     with pytest.raises(js.DeviceBudgetExceeded, match="held_strategies"):
         js.prove(air, trace, public, cfg(vram_budget_mb=budget_mb, held_strategies=()))
 
-    ref = js.prove(air, jnp.asarray(trace), public, cfg())
-    device = jax.devices("cpu")[0]
     on_device = jnp.asarray(trace)
+    ref, kept = _prove_watching_live_bytes(air, on_device, public, cfg(), keep)
+    proof, seen = _prove_watching_live_bytes(air, on_device, public, cfg(vram_budget_mb=budget_mb), p)
+    assert proof.to_bytes() == ref.to_bytes()
+    assert js.verify(air, proof, public, cfg())
+    assert any(live < planned for (_, live, _), (_, _, planned) in zip(seen, kept, strict=True))
+
+
+def _prove_watching_live_bytes(air, trace, public, config, plan):
+    """Prove under ``plan``, checking that at every round's start the device holds no more than
+    the plan's held buffers and that round's arguments: what the plan dropped or parked is gone.
+    Returns the proof and, per round, (name, live bytes, planned bytes)."""
+    device = jax.devices("cpu")[0]
     # arrays other tests left alive are not this proof's (the domain tables kept for this shape are)
-    mine = {id(x) for x in (on_device, *jax.tree.leaves(executor._DOMAINS))}
+    mine = {id(x) for x in (trace, *jax.tree.leaves(executor._DOMAINS))}
     others = {id(x): x for x in jax.live_arrays() if id(x) not in mine}
     seen = []
 
     def watch(event):
         if not event.done and event.phase == "prove":
-            r = p.rounds[event.step - 1]
+            r = plan.rounds[event.step - 1]
             seen.append((r.name, _live_bytes(device, others), r.resident_bytes + r.arguments))
 
-    proof = js.prove(air, on_device, public, cfg(vram_budget_mb=budget_mb), progress=watch)
-    assert proof.to_bytes() == ref.to_bytes()
-    assert js.verify(air, proof, public, cfg())
-    assert len(seen) == len(p.rounds)
+    proof = js.prove(air, trace, public, config, progress=watch)
+    assert len(seen) == len(plan.rounds)
     assert all(live <= planned for _, live, planned in seen), seen
-    kept = {r.name: r.resident_bytes + r.arguments for r in keep.rounds}
-    assert any(live < kept[name] - 0 for name, live, _ in seen if name in kept)
+    return proof, seen
 
 
 def test_parking_refuses_below_the_smallest_device_set_it_finds(fib, monkeypatch):

@@ -9,7 +9,7 @@ import pytest
 from jaxstark import gl, merkle
 from jaxstark.errors import NonCanonicalError, ShapeError
 from jaxstark.hash.interface import HASHES
-from tests.reference import REFERENCE_HASHES, merkle_root
+from tests.reference import REFERENCE_HASHES, merkle_nodes, merkle_root
 
 SHAPES = [(1, 1), (2, 3), (8, 400), (64, 7), (1024, 2), (4096, 1)]
 
@@ -27,6 +27,18 @@ def test_root_equals_reference_and_paths_verify(name, rows, cols):
     chex.assert_shape(op.paths, (len(idx), tree.log_n, 32))
     np.testing.assert_array_equal(op.rows, np.asarray(m)[idx])
     assert bool(jnp.all(merkle.verify_paths(name, tree.root, tree.log_n, op.indices, op.rows, op.paths)))
+
+
+@pytest.mark.parametrize("name", sorted(HASHES))
+def test_every_node_equals_the_textbook_tree_in_each_phase_of_the_build(name, monkeypatch):
+    """With the thresholds lowered, a 64-row tree goes through every phase of the plain-jnp build
+    (leaves hashed a block at a time, levels compressed one by one, the top levels in one loop
+    writing only their real nodes): every node, not just the root, is the textbook one."""
+    monkeypatch.setattr(merkle, "LEAF_BLOCK", 4)
+    monkeypatch.setattr(merkle, "SCAN_LEVELS_BELOW", 8)
+    m = gl.random(jax.random.PRNGKey(64), (64, 3))
+    nodes = np.asarray(jax.jit(merkle._reference_build, static_argnums=1)(m, name))
+    assert [bytes(x) for x in nodes] == merkle_nodes(np.asarray(m).tolist(), name)
 
 
 @pytest.mark.parametrize("name", sorted(HASHES))

@@ -20,6 +20,7 @@ from jaxstark.rounds.r1_trace_commit import trace_commit
 from jaxstark.rounds.r2_composition import composition
 from jaxstark.rounds.r3_ood import OutOfDomain, out_of_domain
 from jaxstark.rounds.r4_deep import deep
+from jaxstark.rounds.r5_openings import openings
 from jaxstark.rounds.r5_queries import queries
 from jaxstark.schedule import _fri
 from jaxstark.transcript import Transcript
@@ -93,15 +94,25 @@ def test_round_outputs_have_the_documented_shapes():
     chex.assert_shape(fri.final, (n >> layers, 3))
     assert not bool(fri.excess)
 
-    op, tr = queries(r1, aux, comp, fri, tr, grinding_bits=cfg.grinding_bits, num_queries=q, log_size=domain.log_size)
+    qs, tr = queries(tr, grinding_bits=cfg.grinding_bits, num_queries=q, log_size=domain.log_size)
+    chex.assert_shape([qs.nonce, qs.indices], [(), (q,)])
     log_l = domain.log_size
-    chex.assert_shape(
-        [op.nonce, op.indices, op.trace_rows, op.trace_paths, op.aux_rows, op.aux_paths, op.parts_rows, op.parts_paths],
-        [(), (q,), (q, c), (q, log_l, 32), (q, 3 * a), (q, log_l, 32), (q, 3 * parts), (q, log_l, 32)],
-    )
-    for k in range(layers):
-        chex.assert_shape([op.fri_rows[k], op.fri_paths[k]], [(q, 6), (q, log_l - 1 - k, 32)])
-    assert int(jnp.max(op.indices)) < size
+    commitments = [
+        ((r1.lde,), (r1.nodes,), [c]),
+        ((aux.lde,), (aux.nodes,), [3 * a]),
+        ((comp.parts_lde,), (comp.nodes,), [3 * parts]),
+        (fri.leaves, fri.nodes, [6] * layers),
+    ]
+    for leaves, nodes, widths in commitments:
+        op = openings(leaves, nodes, qs.indices)
+        assert len(op.rows) == len(op.paths) == len(widths)
+        chex.assert_shape(op.roots, (len(widths), 32))
+        for k, (w, tree) in enumerate(zip(widths, nodes, strict=True)):
+            log_m = tree.shape[0].bit_length() - 2
+            chex.assert_shape([op.rows[k], op.paths[k]], [(q, w), (q, log_m, 32)])
+            assert (np.asarray(op.roots[k]) == np.asarray(tree[1])).all()
+    assert [tree.shape[0].bit_length() - 2 for tree in fri.nodes] == [log_l - 1 - k for k in range(layers)]
+    assert int(jnp.max(qs.indices)) < size
 
 
 @pytest.mark.parametrize("width", [0, 5, 8, 16, 19])

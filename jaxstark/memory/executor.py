@@ -511,7 +511,7 @@ class _Executor:
         return trace[unit.rows].reshape(unit.count, 1 << unit.log_rows, trace.shape[1])
 
     def drop(self, tree) -> None:
-        """``tree``'s arrays are no longer held (the schedule keeps no reference to them)."""
+        """``tree``'s arrays are no longer held: the schedule does not use them again."""
 
     def from_host(self, trace) -> None:
         """``trace`` is a caller's trace in host memory: each round that takes it copies it in."""
@@ -749,8 +749,11 @@ class Runner(_Executor):
         return self._parked[id(x)][2] if id(x) in self._parked else x
 
     def drop(self, tree) -> None:
+        """Delete the device copies of ``tree``'s arrays (round outputs the schedule no longer
+        needs), so that they are gone when the plan counts them gone, whoever still refers to them."""
         for x in jax.tree.leaves(tree):
-            self._parked.pop(id(x), None)
+            if self._parked.pop(id(x), None) is None and isinstance(x, jax.Array) and not x.is_deleted():
+                x.delete()
 
     def release(self, table: int) -> None:
         self._parked = {k: v for k, v in self._parked.items() if v[0] != table}

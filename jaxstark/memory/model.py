@@ -36,11 +36,14 @@ from jaxstark.rounds import (
     FRI_FINAL,
     FRI_LAYER,
     LOGUP_CHALLENGES,
+    OPENED,
+    OPENINGS,
     OUT_OF_DOMAIN,
     QUERIES,
     STATEMENT,
     TRACE_COMMIT,
     fri_layer_name,
+    openings_name,
     r4_fri_layer,
     registered,
 )
@@ -75,7 +78,8 @@ ROUND_FEATURES: dict[str, tuple[str, ...]] = {
     DEEP: ("L", "L*c", "L*cu", "L*a", "L*P", "1"),
     FRI_LAYER: ("m", "1"),
     FRI_FINAL: ("m", "1"),
-    QUERIES: ("L", "grind", "1"),
+    QUERIES: ("grind", "1"),
+    OPENINGS: ("L", "1"),
 }
 FEATURES = ("n", "L", "L*logL", "L*c", "L*c*P", "L*a", "L*P", "n*c", "n*a", "n*P", "L*cu", "n*cu", "L*c*big",
             "grind", "m", "1")  # fmt: skip
@@ -335,7 +339,7 @@ def model(
         raise ValueError(f"model: group must be a power of two in [1, {chunks}] (the chunks), got {group!r}")
     g = group
     n, q = 1 << log_n, config.num_queries
-    size, log_size = n * config.blowup, log_n + config.log_blowup
+    size = n * config.blowup
     feats = features(log_n, config.blowup, c, a, p, config.grinding_bits)
 
     def temps(name: str) -> int:
@@ -364,10 +368,8 @@ def model(
     last = [buf("FRI small layers' leaves", 48 * small_h, small), buf("FRI small layers' trees", 64 * small_h, small),
             buf("FRI final + flag", 24 * (n >> layers) + 1, 2)]  # fmt: skip
     label = 2 * (1 + MAX_LABEL)  # a layer's two encoded labels (FriStep)
-    path = 32 * q * log_size
-    opened = 8 + 4 * q + 8 * q * c + path + 24 * q * a + (path if a else 0) + 24 * q * p + path
-    opened += sum(48 * q + 32 * q * (h.bit_length() - 1) for h in heights)
-
+    path = lambda rows: 32 * q * (rows.bit_length() - 1)  # noqa: E731  (a path per query in a tree of `rows` leaves)
+    row_words = dict(trace=c, aux=3 * a, composition=3 * p)
     rounds: list[ModelRound] = []
     held: list[_Buf] = [public, domain] if host_trace else [public, trace, domain, *([others] if others.nbytes else [])]
     tr: list[_Buf | None] = [None]  # the current transcript (every round returns a new one)
@@ -376,17 +378,21 @@ def model(
     trace_shape = (g, n, c) if chunk_rows_log2 is not None else (n, c)
     staged = transfer.in_flight(trace_shape, np.uint64, backend) if host_trace else 0
 
-    def step(name: str, args: list[_Buf], outs: list[_Buf]) -> None:
+    def step(name: str, args: list[_Buf], outs: list[_Buf], transcript: bool = True) -> None:
         staging = staged if any(x is trace for x in args) else 0
-        args = [*args, *(tr[0:1] if tr[0] is not None else [])]
-        new_tr = buf("transcript", 32)
+        new_tr = [buf("transcript", 32)] if transcript else []  # a round that takes the transcript returns it
+        args = [*args, *(tr[0:1] if tr[0] is not None and transcript else [])]
         rest = tuple((h.name, h.nbytes) for h in held if not any(h is x for x in args))
         pairs = lambda bufs: tuple((x.name, x.nbytes) for x in bufs)  # noqa: E731
-        leaves = sum(x.leaves for x in [*outs, new_tr])
+        leaves = sum(x.leaves for x in [*outs, *new_tr])
         table = (("output pointers", 8 * leaves),) if leaves > 1 else ()  # XLA's tuple of output arrays
-        rounds.append(ModelRound(name, rest, pairs(args), (*pairs([*outs, new_tr]), *table), temps(name), staging))
-        held.extend([*outs, new_tr])
-        tr[0] = new_tr
+        rounds.append(ModelRound(name, rest, pairs(args), (*pairs([*outs, *new_tr]), *table), temps(name), staging))
+        held.extend([*outs, *new_tr])
+        tr[0] = new_tr[0] if transcript else tr[0]
+
+    def drop(*bufs: _Buf) -> None:  # the schedule's drop after a buffer's last use
+        for x in bufs:
+            held.remove(x)
 
     step(STATEMENT, [public], [])
     step(TRACE_COMMIT, [trace, domain], main)
@@ -398,6 +404,7 @@ def model(
     logup = [challenges, aux[3]] if a else []
     step(COMPOSITION, [domain, main[0], *aux[:1], *logup, public], comp)
     step(OUT_OF_DOMAIN, [main[1], *aux[1:2], comp[0]], ood)
+    drop(main[1], *aux[1:2], comp[0])
     f = buf("DEEP values", 24 * size)
     step(DEEP, [domain, main[0], *aux[:1], comp[1], *ood], [f])
     fri = []
@@ -411,5 +418,21 @@ def model(
     step(FRI_FINAL, [f, _Buf("FRI steps", (label + 8) * small, 2), _Buf("final coset offset", 8)], last)
     held.remove(f)
     fri += last
-    step(QUERIES, [*main, *aux, *comp, *fri], [buf("openings", opened, 8 + 2 * layers)])
+    indices = buf("query indices", 4 * q)
+    step(QUERIES, [], [buf("nonce", 8), indices])
+    # what each openings dispatch takes (not FRI's final polynomial: it is sent in clear)
+    opened = dict(
+        trace=[main[0], main[2]], aux=[aux[0], aux[2]] if a else [], composition=[comp[1], comp[2]], FRI=fri[:-1]
+    )
+    for what in OPENED:
+        if not opened[what]:
+            continue
+        if what == "FRI":  # each layer's pair of rows (6 words), from a tree of half the previous layer's leaves
+            nbytes = sum(48 * q + path(h) for h in heights) + 32 * layers
+        else:
+            nbytes = 8 * q * row_words[what] + path(size) + 32
+        matrices = len(opened[what]) // 2 if what != "FRI" else layers
+        step(openings_name(what), [*opened[what], indices], [buf(f"{what} openings", nbytes, 2 * matrices + 1)],
+             transcript=False)  # fmt: skip
+        drop(*opened[what])
     return TableModel(log_n, c, a, p, config.blowup, backend, tuple(rounds), rows_log2 - log_n, g)

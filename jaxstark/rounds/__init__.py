@@ -1,6 +1,6 @@
 """Proving rounds, one module per round (numbering as in docs/design.md): trace commit (main, then
 aux), composition, out-of-domain evaluation, DEEP, each large FRI layer, FRI's small layers and
-final polynomial, queries. Each round is a jitted pure
+final polynomial, queries, and the openings of each commitment. Each round is a jitted pure
 function from PyTree to PyTree, so the memory planner can lower and compile it on abstract
 shapes; each is jitted with ``keep_unused=True``, so XLA's argument figure counts every buffer
 the round is handed (the planner checks this).
@@ -10,7 +10,8 @@ The registry: every step the prover dispatches (:func:`jaxstark.schedule.schedul
 fault sites use (:data:`STATEMENT`, :data:`TRACE_COMMIT`, ...), with the jitted function, its
 static arguments, what it returns for later rounds, and the stages its executable runs
 (:data:`STAGES`). A FRI layer is dispatched under its layer's name (:func:`fri_layer_name`,
-``"FRI layer 3"``), which :func:`registered` maps to the one :data:`FRI_LAYER` round.
+``"FRI layer 3"``), which :func:`registered` maps to the one :data:`FRI_LAYER` round; the
+openings of a commitment likewise under :func:`openings_name` (``"openings trace"``).
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from jaxstark.rounds.r3_ood import OutOfDomain, out_of_domain
 from jaxstark.rounds.r4_deep import deep
 from jaxstark.rounds.r4_fri_final import FriCommitment, fri_final
 from jaxstark.rounds.r4_fri_layer import FriLayer, fri_layer
-from jaxstark.rounds.r5_queries import Openings, queries
+from jaxstark.rounds.r5_openings import Opened, openings
+from jaxstark.rounds.r5_queries import Queries, queries
 
 __all__ = [
     "Round", "ROUNDS", "STAGES", "CONFIG_STATICS", "STATEMENT", "TRACE_COMMIT", "TRACE_COMMIT_AGAIN",
     "LOGUP_CHALLENGES", "AUX_COMMIT", "AUX_COMMIT_AGAIN", "FORK", "COMPOSITION", "OUT_OF_DOMAIN", "DEEP", "FRI_LAYER",
-    "FRI_FINAL", "QUERIES", "FriCommitment", "fri_layer_name", "registered",
+    "FRI_FINAL", "QUERIES", "OPENINGS", "OPENED", "FriCommitment", "fri_layer_name", "openings_name", "registered",
 ]  # fmt: skip
 
 STATEMENT = "statement"
@@ -48,6 +50,9 @@ DEEP = "DEEP"
 FRI_LAYER = "FRI layer"
 FRI_FINAL = "FRI final"
 QUERIES = "queries"
+OPENINGS = "openings"
+# the commitments a unit's openings are dispatched for, in order (aux only with interactions)
+OPENED = ("trace", "aux", "composition", "FRI")
 
 # the stages inside the rounds' executables (one call per stage a dispatch runs)
 STAGES: dict[str, str] = {
@@ -125,12 +130,22 @@ def fri_layer_name(k: int) -> str:
     return f"{FRI_LAYER} {k}"
 
 
+def openings_name(what: str) -> str:
+    """The name the openings of commitment ``what`` (:data:`OPENED`) are dispatched under."""
+    if what not in OPENED:
+        raise ValueError(f"openings of {what!r}: the commitments opened are {list(OPENED)}")
+    return f"{OPENINGS} {what}"
+
+
 def registered(name: str) -> Round | None:
     """The round a dispatch named ``name`` is (:data:`ROUNDS`; a FRI layer's name, such as
-    ``"FRI layer 3"``, is the :data:`FRI_LAYER` round); None for a name of no round."""
+    ``"FRI layer 3"``, is the :data:`FRI_LAYER` round, and ``"openings trace"`` the
+    :data:`OPENINGS` round); None for a name of no round."""
     r = ROUNDS.get(name)
     if r is None and name.startswith(FRI_LAYER + " ") and name[len(FRI_LAYER) + 1 :].isdigit():
         r = ROUNDS[FRI_LAYER]
+    if r is None and name.startswith(OPENINGS + " ") and name[len(OPENINGS) + 1 :] in OPENED:
+        r = ROUNDS[OPENINGS]
     return r
 
 
@@ -163,7 +178,9 @@ ROUNDS: dict[str, Round] = {
         Round(FRI_FINAL, fri_final, ("hash_name", "degree"), _fields(FriCommitment),
               "FRI's small layers (each a tree and a fold) and the final polynomial", (),
               ("tree build", "FRI fold"), _small_layers),
-        Round(QUERIES, queries, ("grinding_bits", "num_queries", "log_size"), _fields(Openings),
-              "grinding, query indices, the opened rows and their Merkle paths", ("grinding", "query gather")),
+        Round(QUERIES, queries, ("grinding_bits", "num_queries", "log_size"), _fields(Queries),
+              "grinding and the query indices", ("grinding",)),
+        Round(OPENINGS, openings, (), _fields(Opened),
+              "one commitment's opened rows, their Merkle paths and its roots", ("query gather",)),
     )
 }  # fmt: skip
