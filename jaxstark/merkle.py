@@ -76,48 +76,56 @@ def _flatten_rows(matrix: Array) -> Array:
     return matrix.reshape(matrix.shape[0], -1)
 
 
-SCAN_LEVELS_BELOW = 1 << 16  # levels of at most this many nodes are built by one scanned compression
-# the plain-jnp tree hashes its leaves this many at a time (a hash holds ~300 bytes per leaf it
-# works on: the whole matrix at once would be most of its round's device set)
-LEAF_BLOCK = 1 << 12
+# the plain-jnp tree works on this many leaves, or pairs of nodes, at a time: a hash holds a few
+# hundred bytes per message it works on, and the whole matrix at once would be most of its
+# round's device set
+BLOCK = 1 << 12
 
 
 def _reference_build(matrix: Array, hash_name: str) -> Array:
     """The tree in plain ``jnp``: the CPU path, and the reference the kernels are held to.
 
     Every level is written into the one ``(2n, 32)`` node array (heap order: the level of ``k``
-    nodes at rows ``[k, 2k)``, row 0 unused and zero), so the build holds the tree and one
-    level's working set, not a copy of each level. The leaves are hashed ``LEAF_BLOCK`` rows at
-    a time (a hash holds a few hundred bytes per message it works on). Levels of more than
-    ``SCAN_LEVELS_BELOW`` nodes are one compression each; the levels above them run in one
-    ``lax.fori_loop`` that compresses ``m/2`` pairs per step (``m`` the first such level), most
-    of them computing nodes of the levels below again once the level is small: at most
-    ``m/2 * log2(m)`` compressions (0.5 M for m = 2^16, under a millisecond on a GPU) instead of
-    ``m``, traded for compile time -- every unrolled level is another copy of the hash."""
+    nodes at rows ``[k, 2k)``, row 0 unused and zero), and the hash works on at most
+    :data:`BLOCK` messages at once, so the build holds the tree and one block's working set
+    whatever ``n``. Three loops, each one compiled hash: the leaves a block at a time; the
+    levels of at least ``BLOCK`` nodes a block of pairs at a time, level after level; then the
+    levels above, one step each over a fixed ``m = min(n, BLOCK)`` rows that compresses ``m/2``
+    pairs -- most of them nodes of the levels below computed again once the level is small (at
+    most ``m/2 * log2(m)`` compressions instead of ``m``, traded for compile time: every
+    unrolled level would be another copy of the hash)."""
     h = get_hash(hash_name)
     rows = _flatten_rows(matrix)
     n = rows.shape[0]
     nodes = jnp.zeros((2 * n, DIGEST_BYTES), jnp.uint8)
-    if n > LEAF_BLOCK:
+    if n > BLOCK:
 
         def leaf_block(j, nodes):
-            block = jax.lax.dynamic_slice_in_dim(rows, j * LEAF_BLOCK, LEAF_BLOCK)
-            return jax.lax.dynamic_update_slice_in_dim(nodes, h._hash_rows(block), n + j * LEAF_BLOCK, 0)
+            block = jax.lax.dynamic_slice_in_dim(rows, j * BLOCK, BLOCK)
+            return jax.lax.dynamic_update_slice_in_dim(nodes, h._hash_rows(block), n + j * BLOCK, 0)
 
-        nodes = jax.lax.fori_loop(0, n // LEAF_BLOCK, leaf_block, nodes)
+        nodes = jax.lax.fori_loop(0, n // BLOCK, leaf_block, nodes)
     else:
         nodes = nodes.at[n:].set(h._hash_rows(rows))
-    m = n
-    while m > SCAN_LEVELS_BELOW:  # large levels: one compression each, no waste
-        nodes = nodes.at[m // 2 : m].set(h._compress(nodes[m : 2 * m : 2], nodes[m + 1 : 2 * m : 2]))
+    jobs, m = [], n  # (first row of BLOCK pairs, first row of their parents), level after level
+    while m > BLOCK:
+        jobs += [(m + 2 * j, m // 2 + j) for j in range(0, m // 2, BLOCK)]
         m //= 2
+    if jobs:
+        src, dst = (jnp.asarray(x, jnp.int32) for x in zip(*jobs, strict=True))
+
+        def pair_block(t, nodes):
+            below = jax.lax.dynamic_slice_in_dim(nodes, src[t], 2 * BLOCK)
+            return jax.lax.dynamic_update_slice_in_dim(nodes, h._compress(below[0::2], below[1::2]), dst[t], 0)
+
+        nodes = jax.lax.fori_loop(0, len(jobs), pair_block, nodes)
     if m == 1:
         return nodes
     half = m // 2
 
     def level(i, nodes):  # the level of k = m / 2^(i+1) nodes, from the one at rows [2k, 4k)
         k = jnp.right_shift(np.int32(half), i)
-        below = jax.lax.dynamic_slice_in_dim(nodes, 2 * k, m)  # that level, then padding
+        below = jax.lax.dynamic_slice_in_dim(nodes, 2 * k, m)  # that level, then the levels below
         # rows [k, k + m/2): this level's k nodes, then nodes of the levels below computed again
         # from their children, which are final by now -- the same bytes, so no mask is needed
         parents = h._compress(below[0::2], below[1::2])

@@ -31,11 +31,10 @@ def test_root_equals_reference_and_paths_verify(name, rows, cols):
 
 @pytest.mark.parametrize("name", sorted(HASHES))
 def test_every_node_equals_the_textbook_tree_in_each_phase_of_the_build(name, monkeypatch):
-    """With the thresholds lowered, a 64-row tree goes through every phase of the plain-jnp build
-    (leaves hashed a block at a time, levels compressed one by one, the top levels in one loop
-    writing only their real nodes): every node, not just the root, is the textbook one."""
-    monkeypatch.setattr(merkle, "LEAF_BLOCK", 4)
-    monkeypatch.setattr(merkle, "SCAN_LEVELS_BELOW", 8)
+    """With the block lowered to 4, a 64-row tree goes through every phase of the plain-jnp build
+    (the leaves a block at a time, the large levels a block of pairs at a time, the top levels
+    in one loop over a fixed buffer): every node, not just the root, is the textbook one."""
+    monkeypatch.setattr(merkle, "BLOCK", 4)
     m = gl.random(jax.random.PRNGKey(64), (64, 3))
     nodes = np.asarray(jax.jit(merkle._reference_build, static_argnums=1)(m, name))
     assert [bytes(x) for x in nodes] == merkle_nodes(np.asarray(m).tolist(), name)

@@ -8,7 +8,9 @@ With one extension challenge ``gamma`` and its powers ``g_k``,
 
 (``T`` the ``c`` main columns, ``H`` the ``P`` composition parts, ``A`` the ``a`` aux columns)
 
-evaluated on the LDE (one batch inversion each for ``x - z`` and ``x - z w``). D has degree < n
+evaluated on the LDE (one batch inversion each for ``x - z`` and ``x - z w``), in up to
+:data:`DEEP_BLOCKS` blocks of rows one after another, so that the round holds one block's
+temporaries. D has degree < n
 when every claimed OOD value is right. Its evaluations are FRI's first layer
 (:mod:`jaxstark.rounds.r4_fri_layer`).
 
@@ -36,7 +38,10 @@ from jaxstark.rounds.domain import Domain
 from jaxstark.rounds.r3_ood import OutOfDomain
 from jaxstark.transcript import Transcript
 
-__all__ = ["deep", "deep_combine"]
+__all__ = ["deep", "deep_combine", "row_blocks", "DEEP_BLOCKS", "DEEP_MIN_BLOCK_ROWS"]
+
+DEEP_BLOCKS = 8  # D over the LDE in this many blocks of rows ...
+DEEP_MIN_BLOCK_ROWS = 1 << 12  # ... of at least this many rows
 
 
 def _dot_base_ext(t: Array, g: Array) -> Array:
@@ -85,4 +90,20 @@ def deep(
     tr, gamma = fs.deep_gamma(tr)
     g_pows = fext._powers(gamma, num_deep_terms(c, parts, aux_rows.shape[1]))
     zg = fext._mul_base(ood.z, np.uint64(gl.root_of_unity(domain.log_n)))
-    return deep_combine(domain.points(), trace_lde, aux_rows, parts_lde, ood, g_pows, zg), tr
+    blocks = row_blocks(size)
+    if blocks == 1:
+        return deep_combine(domain.points(), trace_lde, aux_rows, parts_lde, ood, g_pows, zg), tr
+
+    def block(rows):
+        return deep_combine(*rows, ood, g_pows, zg)
+
+    split = lambda x: x.reshape(blocks, size // blocks, *x.shape[1:])  # noqa: E731
+    rows = (domain.points(), trace_lde, aux_rows, parts_lde)
+    return lax.map(block, tuple(split(x) for x in rows)).reshape(size, 3), tr
+
+
+def row_blocks(size: int) -> int:
+    """How many blocks of rows D is computed in, one after another (each point's D is its own,
+    and a batch inversion per block gives the same inverses): :data:`DEEP_BLOCKS`, but blocks
+    of at least :data:`DEEP_MIN_BLOCK_ROWS` rows. The round's temporaries are then a block's."""
+    return max(1, min(DEEP_BLOCKS, size // DEEP_MIN_BLOCK_ROWS))
