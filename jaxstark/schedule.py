@@ -46,6 +46,7 @@ from jaxstark.rounds import (
     FriCommitment,
     fri_layer_name,
     openings_name,
+    r4_deep,
     r4_fri_layer,
 )
 
@@ -300,7 +301,8 @@ def _fri(ex, i, deep: tuple, config: StarkConfig, domain, layer_axes, final_axes
     and the final polynomial in one. Each layer's input is dropped once the next dispatch has it
     -- by the planner, and here, where the only reference to it is ``f``. Returns every layer's
     commitment as the queries open it, and the transcript."""
-    f, tr = _run(ex, i, DEEP, deep[0], config, deep[1])
+    blocks = r4_deep.row_blocks(domain.size, ex.device(i).platform)
+    f, tr = _run(ex, i, DEEP, deep[0], config, deep[1], blocks=blocks)
     layers = fri_num_layers(domain.log_n, config.fri_final_degree)
     big = layers if tr.annotated else r4_fri_layer.large_layers(domain.size, layers, ex.device(i).platform)
     leaves, nodes = [], []

@@ -172,7 +172,7 @@ ROUNDS: dict[str, Round] = {
               "the constraints over the LDE, the composition parts and their tree", _COMMIT_STAGES),
         Round(OUT_OF_DOMAIN, out_of_domain, ("log_n",), _fields(OutOfDomain),
               "every polynomial evaluated at the out-of-domain point"),
-        Round(DEEP, deep, (), ("values",), "the DEEP sum over the LDE: FRI's first layer"),
+        Round(DEEP, deep, ("blocks",), ("values",), "the DEEP sum over the LDE: FRI's first layer"),
         Round(FRI_LAYER, fri_layer, ("hash_name", "names"), _fields(FriLayer),
               "one large FRI layer: its tree, and its fold", ("tree build", "FRI fold")),
         Round(FRI_FINAL, fri_final, ("hash_name", "degree"), _fields(FriCommitment),

@@ -8,8 +8,8 @@ With one extension challenge ``gamma`` and its powers ``g_k``,
 
 (``T`` the ``c`` main columns, ``H`` the ``P`` composition parts, ``A`` the ``a`` aux columns)
 
-evaluated on the LDE (one batch inversion each for ``x - z`` and ``x - z w``), in up to
-:data:`DEEP_BLOCKS` blocks of rows one after another, so that the round holds one block's
+evaluated on the LDE (one batch inversion each for ``x - z`` and ``x - z w``) -- on the CPU in
+up to :data:`DEEP_BLOCKS` blocks of rows one after another, so that the round holds one block's
 temporaries. D has degree < n
 when every claimed OOD value is right. Its evaluations are FRI's first layer
 (:mod:`jaxstark.rounds.r4_fri_layer`).
@@ -40,8 +40,10 @@ from jaxstark.transcript import Transcript
 
 __all__ = ["deep", "deep_combine", "row_blocks", "DEEP_BLOCKS", "DEEP_MIN_BLOCK_ROWS"]
 
-DEEP_BLOCKS = 8  # D over the LDE in this many blocks of rows ...
-DEEP_MIN_BLOCK_ROWS = 1 << 12  # ... of at least this many rows
+# On the CPU, D over the LDE in this many blocks of rows, of at least DEEP_MIN_BLOCK_ROWS rows;
+# on an accelerator in one piece (8 blocks made the ALU 2^22 round 4x slower on an H200: 42 ms)
+DEEP_BLOCKS = 8
+DEEP_MIN_BLOCK_ROWS = 1 << 12
 
 
 def _dot_base_ext(t: Array, g: Array) -> Array:
@@ -74,7 +76,7 @@ def deep_combine(xs, trace_rows, aux_rows, parts_rows, ood: OutOfDomain, g_pows,
     return deep_value(Val(xs), Val(ood.z, True), Val(zg, True), num_z, num_zg, inverse).v
 
 
-@functools.partial(jax.jit, keep_unused=True)
+@functools.partial(jax.jit, static_argnames=("blocks",), keep_unused=True)
 def deep(
     domain: Domain,
     trace_lde: UInt64[Array, " L c"],
@@ -82,15 +84,17 @@ def deep(
     parts_lde: UInt64[Array, " L P 3"],
     ood: OutOfDomain,
     tr: Transcript,
+    *,
+    blocks: int = 1,
 ) -> tuple[UInt64[Array, " L 3"], Transcript]:
-    """``gamma`` drawn, and D on the LDE coset."""
+    """``gamma`` drawn, and D on the LDE coset, in ``blocks`` blocks of rows one after another
+    (:func:`row_blocks`)."""
     c, parts = trace_lde.shape[1], parts_lde.shape[1]
     size = trace_lde.shape[0]
     aux_rows = jnp.zeros((size, 0, 3), jnp.uint64) if aux_lde is None else aux_lde.reshape(size, -1, 3)
     tr, gamma = fs.deep_gamma(tr)
     g_pows = fext._powers(gamma, num_deep_terms(c, parts, aux_rows.shape[1]))
     zg = fext._mul_base(ood.z, np.uint64(gl.root_of_unity(domain.log_n)))
-    blocks = row_blocks(size)
     if blocks == 1:
         return deep_combine(domain.points(), trace_lde, aux_rows, parts_lde, ood, g_pows, zg), tr
 
@@ -102,8 +106,11 @@ def deep(
     return lax.map(block, tuple(split(x) for x in rows)).reshape(size, 3), tr
 
 
-def row_blocks(size: int) -> int:
-    """How many blocks of rows D is computed in, one after another (each point's D is its own,
-    and a batch inversion per block gives the same inverses): :data:`DEEP_BLOCKS`, but blocks
-    of at least :data:`DEEP_MIN_BLOCK_ROWS` rows. The round's temporaries are then a block's."""
+def row_blocks(size: int, platform: str) -> int:
+    """How many blocks of rows the DEEP round of an LDE of ``size`` rows on ``platform`` computes
+    D in, one after another (each point's D is its own, and a batch inversion per block gives
+    the same inverses), so that its temporaries are a block's: on the CPU :data:`DEEP_BLOCKS`,
+    but blocks of at least :data:`DEEP_MIN_BLOCK_ROWS` rows; elsewhere 1."""
+    if platform != "cpu":
+        return 1
     return max(1, min(DEEP_BLOCKS, size // DEEP_MIN_BLOCK_ROWS))
