@@ -22,7 +22,7 @@ import dataclasses
 import jax
 import numpy as np
 
-from jaxstark import transfer
+from jaxstark import merkle, transfer
 from jaxstark.air import AIR
 from jaxstark.config import StarkConfig
 from jaxstark.poly import COLUMN_BLOCK
@@ -67,13 +67,16 @@ BIG_LDE_ROWS = 1 << 22  # LDE rows from which the "L*c*big" feature counts (see 
 # shapes a step at 2^22 fits better than one at 2^21). No shape wider than 64 columns at 2^22+ LDE
 # rows has been recorded: there the term is an extrapolation, likely on the high side. "m" is the
 # evaluations of the FRI layer a round starts from (round_features): every FRI layer is one fit.
+# "Lb*c", "Lb*a", "Lb*P" are min(L, merkle.BLOCK) times the words of a leaf's row (in columns or
+# extension columns): the plain-jnp tree hashes at most merkle.BLOCK leaves at a time, so its
+# working set stops growing with L there (the CPU path; the GPU's tree kernels have their own).
 ROUND_FEATURES: dict[str, tuple[str, ...]] = {
     STATEMENT: ("1",),
-    TRACE_COMMIT: ("L", "L*logL", "L*c", "n*c", "1"),
+    TRACE_COMMIT: ("L", "L*logL", "L*c", "n*c", "Lb*c", "1"),
     LOGUP_CHALLENGES: ("1",),
-    AUX_COMMIT: ("L", "L*a", "n*c", "n*a", "1"),
+    AUX_COMMIT: ("L", "L*a", "n*c", "n*a", "Lb*a", "1"),
     FORK: ("1",),
-    COMPOSITION: ("L", "L*c", "L*c*P", "L*c*big", "L*a", "L*P", "n*P", "1"),
+    COMPOSITION: ("L", "L*c", "L*c*P", "L*c*big", "L*a", "L*P", "n*P", "Lb*P", "1"),
     OUT_OF_DOMAIN: ("n", "n*c", "n*cu", "n*a", "n*P", "1"),
     DEEP: ("L", "L*c", "L*cu", "L*a", "L*P", "1"),
     FRI_LAYER: ("m", "1"),
@@ -82,7 +85,7 @@ ROUND_FEATURES: dict[str, tuple[str, ...]] = {
     OPENINGS: ("L", "1"),
 }
 FEATURES = ("n", "L", "L*logL", "L*c", "L*c*P", "L*a", "L*P", "n*c", "n*a", "n*P", "L*cu", "n*cu", "L*c*big",
-            "grind", "m", "1")  # fmt: skip
+            "Lb*c", "Lb*a", "Lb*P", "grind", "m", "1")  # fmt: skip
 
 # Per backend, per round: the temporaries as the largest of one or two linear forms (bytes per
 # unit of each feature), fitted by ``python benchmarks/fit_memory_model.py fit`` on that
@@ -90,28 +93,30 @@ FEATURES = ("n", "L", "L*logL", "L*c", "L*c*P", "L*a", "L*P", "n*c", "n*a", "n*P
 # fmt: off
 TEMP_COEFFS: dict[str, dict[str, tuple[dict[str, float], ...]]] = {
     "cpu": {
-        "DEEP": ({'L': 184.3, 'L*c': 0.2136, 'L*a': 55.77, 'L*P': 74.73, '1': 6233.0},),
-        "FRI final": ({'m': 327.1, '1': 14530.0},),
-        "FRI layer": ({'m': 214.6},),
-        "aux commit": ({'L': 445.0},),
-        "composition": ({'L': 385.6, 'L*c': 3.654, 'n*P': 38.12, '1': 3576.0}, {'L': 226.5, 'L*c': 8.209, '1': 73300.0}),  # noqa: E501
+        "DEEP": ({'L*c': 3.021, 'L*P': 46.68, '1': 128300.0},),
+        "FRI final": ({'m': 263.2, '1': 18000.0},),
+        "FRI layer": ({'m': 42.72, '1': 308900.0},),
+        "aux commit": ({'L*a': 6.88, 'n*c': 0.7346, 'n*a': 128.1, '1': 452500.0},),
+        "composition": ({'L': 72.18, 'L*c': 7.601, 'Lb*P': 92.03, '1': 49030.0},),
         "fork": ({'1': 456.0},),
         "logup challenges": ({'1': 1280.0},),
+        "openings": ({'L': 0.0013, '1': 0.2083},),
         "out-of-domain": ({'n': 92.73, 'n*c': 2.441, 'n*cu': 69.01, 'n*a': 157.9, 'n*P': 77.66},),
-        "queries": ({'grind': 368.0},),
+        "queries": ({'grind': 368.1},),
         "statement": ({'1': 1929.0},),
-        "trace commit": ({'L': 355.2, 'L*c': 11.96, 'n*c': 15.5},),
+        "trace commit": ({'L': 33.49, 'L*c': 4.518, 'Lb*c': 16.21, '1': 112700.0},),
     },
     "gpu": {
-        "DEEP": ({'L*c': 1.986, 'L*cu': 6.428, 'L*a': 89.78, 'L*P': 145.7, '1': 570400.0},),
-        "FRI final": ({'m': 206.3},),
-        "FRI layer": ({'m': 22.25},),
+        "DEEP": ({'L': 4.068, 'L*c': 1.841, 'L*cu': 6.191, 'L*a': 91.58, 'L*P': 143.0, '1': 580100.0},),
+        "FRI final": ({'m': 215.1},),
+        "FRI layer": ({'m': 23.49},),
         "aux commit": ({'L*a': 5.046, 'n*a': 52.02},),
         "composition": ({'L': 17.98, 'L*c': 11.62, 'L*c*big': 3.38, 'L*a': 75.39},),
         "fork": ({'1': 832.0},),
         "logup challenges": ({'1': 1024.0},),
+        "openings": ({'L': 5e-05, '1': 35.43},),
         "out-of-domain": ({'n': 114.6, 'n*c': 8.122, 'n*cu': 45.53, 'n*a': 27.88, '1': 1581000.0},),
-        "queries": ({'L': 0.0001597, 'grind': 256.2},),
+        "queries": ({'grind': 256.1},),
         "statement": ({'1': 4617.0},),
         "trace commit": ({'L*c': 0.09559, 'n*c': 6.286},),
     },
@@ -121,11 +126,11 @@ TEMP_COEFFS: dict[str, dict[str, tuple[dict[str, float], ...]]] = {
 # How well each backend's fit matches XLA (peak of the device set, worst relative error), and
 # on what -- reported with every model (TableModel.__str__).
 FIT_QUALITY = {
-    "cpu": "peak within 18.1% of XLA on 22 held-out shapes (14.3% on the 14 fitted; 2^8-2^16 rows, 2-400 columns, "
-    "blowup 2-8), 2-core AMD EPYC CPU, jax 0.10.2; the trace commit, binding on 15 of the 36 shapes, fits worst",
-    "gpu": "peak within 45.8% of XLA on 17 held-out shapes (30.0% on the 12 fitted; 2^12-2^22 rows, 2-600 "
-    "columns, blowup 2-4), H200, jax 0.11.2; model/XLA 0.708-1.458 (under-prediction weighted 2x in the fit): loose, "
-    "its features were chosen before the Merkle kernels",
+    "cpu": "peak within 12.5% of XLA on 22 held-out shapes (14.6% on the 14 fitted; 2^8-2^16 rows, 2-400 columns, "
+    "blowup 2-8), 2-core AMD EPYC CPU, jax 0.10.2, recorded 2026-12-03",
+    "gpu": "peak within 48.0% of XLA on 20 held-out shapes (30.7% on the 12 fitted; 2^12-2^22 rows, 2-600 "
+    "columns, blowup 2-4), H200, jax 0.11.2, recorded 2026-12-03; model/XLA 0.745-1.480 (under-prediction weighted "
+    "2x in the fit): loose, its features were chosen before the Merkle kernels",
 }
 
 
@@ -134,10 +139,12 @@ def features(log_n: int, blowup: int, c: int, a: int, parts: int, grinding_bits:
     n = 1 << log_n
     size = n * blowup
     cu = c if c < 2 * COLUMN_BLOCK else c % COLUMN_BLOCK
+    lb = min(size, merkle.BLOCK)
     return {
         "n": n, "L": size, "L*logL": size * (log_n + blowup.bit_length() - 1), "L*c": size * c,
         "L*c*P": size * c * parts, "L*a": size * a, "L*P": size * parts, "n*c": n * c, "n*a": n * a,
         "n*P": n * parts, "L*cu": size * cu, "n*cu": n * cu, "L*c*big": size * c * (size >= BIG_LDE_ROWS),
+        "Lb*c": lb * c, "Lb*a": lb * a, "Lb*P": lb * parts,
         "grind": grind_batch(grinding_bits) if grinding_bits else 0, "m": 0, "1": 1,
     }  # fmt: skip
 
