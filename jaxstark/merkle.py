@@ -101,6 +101,7 @@ def _reference_build(matrix: Array, hash_name: str) -> Array:
     if n > BLOCK:
 
         def leaf_block(j, nodes):
+            j = j.astype(jnp.int64)  # row offsets reach 2^32 for the largest trees
             block = jax.lax.dynamic_slice_in_dim(rows, j * BLOCK, BLOCK)
             return jax.lax.dynamic_update_slice_in_dim(nodes, h._hash_rows(block), n + j * BLOCK, 0)
 
@@ -112,7 +113,7 @@ def _reference_build(matrix: Array, hash_name: str) -> Array:
         jobs += [(m + 2 * j, m // 2 + j) for j in range(0, m // 2, BLOCK)]
         m //= 2
     if jobs:
-        src, dst = (jnp.asarray(x, jnp.int32) for x in zip(*jobs, strict=True))
+        src, dst = (jnp.asarray(x, jnp.int64) for x in zip(*jobs, strict=True))
 
         def pair_block(t, nodes):
             below = jax.lax.dynamic_slice_in_dim(nodes, src[t], 2 * BLOCK)
