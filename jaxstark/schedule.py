@@ -248,19 +248,7 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
         comp.excess,
         r1.bad,
     ))  # fmt: skip
-    t, c, f = got["trace"], got["composition"], got["FRI"]
-    if aux is None:
-        shape = np.shape(t.rows[0])[:-1]  # (q,), or (chunks, q) for a group
-        a_rows, a_paths, a_root = np.zeros((*shape, 0), np.uint64), np.zeros((*shape, 0, 32), np.uint8), None
-    else:
-        a = got["aux"]
-        a_rows, a_paths, a_root = a.rows[0], a.paths[0], a.roots[..., 0, :]
-    fields = dict(
-        values, trace_root=t.roots[..., 0, :], parts_root=c.roots[..., 0, :],
-        fri_roots=[f.roots[..., k, :] for k in range(len(f.paths))], trace_rows=t.rows[0], trace_paths=t.paths[0],
-        aux_rows=a_rows, aux_paths=a_paths, parts_rows=c.rows[0], parts_paths=c.paths[0], fri_rows=tuple(f.rows),
-        fri_paths=tuple(f.paths), aux_root=a_root,
-    )  # fmt: skip
+    fields = dict(values, **_opened_fields(got))
     _check_canonical(air, unit, bad)
     if bool(np.any(excess)):
         message = (
@@ -274,6 +262,25 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
     if not unit.split:
         return [_table_proof(air, domain.log_n, fields)]
     return [_table_proof(air, domain.log_n, jax.tree.map(lambda x, j=j: x[j], fields)) for j in range(unit.count)]
+
+
+def _opened_fields(opened: dict) -> dict:
+    """A table proof's roots, rows and paths from the host values of its ``openings`` dispatches
+    (commitment name -> :class:`~jaxstark.rounds.r5_openings.Opened`; no ``"aux"`` without
+    interactions), for one table or, with a leading axis, a group of row chunks."""
+    t, c, f = opened["trace"], opened["composition"], opened["FRI"]
+    if "aux" in opened:
+        a = opened["aux"]
+        a_rows, a_paths, a_root = a.rows[0], a.paths[0], a.roots[..., 0, :]
+    else:
+        shape = np.shape(t.rows[0])[:-1]  # (q,), or (chunks, q) for a group
+        a_rows, a_paths, a_root = np.zeros((*shape, 0), np.uint64), np.zeros((*shape, 0, 32), np.uint8), None
+    return dict(
+        trace_root=t.roots[..., 0, :], parts_root=c.roots[..., 0, :],
+        fri_roots=[f.roots[..., k, :] for k in range(len(f.paths))], trace_rows=t.rows[0], trace_paths=t.paths[0],
+        aux_rows=a_rows, aux_paths=a_paths, aux_root=a_root, parts_rows=c.rows[0], parts_paths=c.paths[0],
+        fri_rows=tuple(f.rows), fri_paths=tuple(f.paths),
+    )  # fmt: skip
 
 
 def _check_canonical(air, unit, bad) -> None:

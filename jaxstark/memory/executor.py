@@ -516,10 +516,6 @@ class _Executor:
     def from_host(self, trace) -> None:
         """``trace`` is a caller's trace in host memory: each round that takes it copies it in."""
 
-    def live(self, x):
-        """``x`` as it can be read now: the array, or its host copy when it is parked."""
-        return x
-
 
 class Planner(_Executor):
     """Runs the schedule on abstract values, compiling each round and recording its memory."""
@@ -728,7 +724,7 @@ class Runner(_Executor):
 
     def _park(self, table: int | None, name: str, out) -> None:
         """Copy the round's outputs the plan parks to host memory and delete their device copies
-        (the arrays stay as handles: :meth:`run`, :meth:`host` and :meth:`live` read the host copy)."""
+        (the arrays stay as handles: :meth:`run` and :meth:`host` read the host copy)."""
         leaves = [leaf for leaf_name, leaf in _named_leaves(held_name(table, name), out) if leaf_name in self.park]
         try:
             faults.check(faults.TO_HOST)
@@ -744,9 +740,6 @@ class Runner(_Executor):
 
     def _unparked(self, tree):
         return jax.tree.map(lambda x: self._parked[id(x)][2] if id(x) in self._parked else x, tree)
-
-    def live(self, x):
-        return self._parked[id(x)][2] if id(x) in self._parked else x
 
     def drop(self, tree) -> None:
         """Delete the device copies of ``tree``'s arrays (round outputs the schedule no longer

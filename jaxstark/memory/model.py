@@ -438,7 +438,7 @@ def model(
             nbytes = sum(48 * q + path(h) for h in heights) + 32 * layers
         else:
             nbytes = 8 * q * row_words[what] + path(size) + 32
-        matrices = len(opened[what]) // 2 if what != "FRI" else layers
+        matrices = layers if what == "FRI" else 1  # each a tuple entry of rows and of paths, then the roots
         step(openings_name(what), [*opened[what], indices], [buf(f"{what} openings", nbytes, 2 * matrices + 1)],
              transcript=False)  # fmt: skip
         drop(*opened[what])

@@ -63,7 +63,7 @@ from jaxstark.rounds.r4_deep import deep_combine
 from jaxstark.rounds.r4_fri_layer import _fold, _s_inv, _w_inv
 from jaxstark.rounds.r5_openings import openings
 from jaxstark.rounds.r5_queries import queries
-from jaxstark.schedule import _table_proof
+from jaxstark.schedule import _opened_fields, _table_proof
 
 __all__ = ["prove", "consistent_claims"]
 
@@ -188,25 +188,15 @@ def _table(air, constraints_of, public, config, domain, r1, aux, challenges, tr,
     # round 5: the honest round functions on the (tampered) commitments
     q, _ = queries(tr, grinding_bits=config.grinding_bits, num_queries=config.num_queries, log_size=domain.log_size)
     host = np.asarray
-
-    def opened(leaves, nodes):
-        o = openings(leaves, nodes, q.indices)
-        return [host(r) for r in o.rows], [host(p) for p in o.paths]
-
-    (t_rows,), (t_paths,) = opened((r1.lde,), (r1.nodes,))
-    (p_rows,), (p_paths,) = opened((comp.parts_lde,), (comp.nodes,))
-    if aux is None:
-        a_rows, a_paths = np.zeros((len(t_rows), 0), np.uint64), np.zeros((len(t_rows), 0, 32), np.uint8)
-    else:
-        (a_rows,), (a_paths,) = opened((aux.lde,), (aux.nodes,))
-    f_rows, f_paths = opened(tuple(leaves), tuple(nodes))
+    commitments = dict(trace=((r1.lde,), (r1.nodes,)), composition=((comp.parts_lde,), (comp.nodes,)),
+                       FRI=(tuple(leaves), tuple(nodes)))  # fmt: skip
+    if aux is not None:
+        commitments["aux"] = ((aux.lde,), (aux.nodes,))
+    opened = {what: jax.device_get(openings(*c, q.indices)) for what, c in commitments.items()}
     fields = dict(
-        trace_root=host(r1.nodes[1]), parts_root=host(comp.nodes[1]), fri_roots=[host(n[1]) for n in nodes],
         trace_z=host(oo.trace_z), trace_zg=host(oo.trace_zg), aux_z=host(oo.aux_z), aux_zg=host(oo.aux_zg),
-        parts_z=host(oo.parts_z), fri_final=host(coeffs), nonce=host(q.nonce), trace_rows=t_rows,
-        trace_paths=t_paths, aux_rows=a_rows, aux_paths=a_paths, parts_rows=p_rows, parts_paths=p_paths,
-        fri_rows=tuple(f_rows), fri_paths=tuple(f_paths),
-        aux_root=None if aux is None else host(aux.nodes[1]), bus_sums=None if aux is None else host(aux.sums),
+        parts_z=host(oo.parts_z), fri_final=host(coeffs), nonce=host(q.nonce),
+        bus_sums=None if aux is None else host(aux.sums), **_opened_fields(opened),
     )  # fmt: skip
     return _table_proof(air, log_n, fields)
 
