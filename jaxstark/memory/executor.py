@@ -27,6 +27,7 @@ import concurrent.futures
 import contextvars
 import dataclasses
 import functools
+import math
 import os
 import sys
 import time
@@ -102,7 +103,7 @@ def _nbytes(tree) -> int:
         sharding = getattr(x, "sharding", None)
         if isinstance(sharding, NamedSharding):
             shape = sharding.shard_shape(shape)
-        total += int(np.prod(shape, dtype=np.int64)) * np.dtype(x.dtype).itemsize
+        total += math.prod(shape) * np.dtype(x.dtype).itemsize
     return total
 
 
@@ -527,20 +528,27 @@ class Planner(_Executor):
         self.copies_in: dict[str, int] = {}  # parked name -> rounds that copy it back in
         self._rounds: list[RoundMemory] = []
         self._pending: list[tuple] = []  # rounds whose program is still compiling, in order
-        # id(array) -> (name, array, owning table or None when shared, held until the end)
-        self.held: dict[int, tuple[str, object, int | None, bool]] = {}
+        # id(array) -> (name, array, owning table or None when shared, held until the end, its bytes)
+        self.held: dict[int, tuple[str, object, int | None, bool, int]] = {}
         self.on_host: dict[int, object] = {}  # id(array) -> a caller's trace in host memory (kept alive)
+        self._devsets: dict[int | None, frozenset] = {}  # unit -> its devices (the schedule asks per round)
+        self._memory: dict[int, tuple] = {}  # id(executable) -> (it, its memory_analysis()): one read each
 
     def hold(self, name: str, tree, table: int | None, *, until_end: bool = False) -> None:
         for leaf_name, leaf in _named_leaves(name, tree):
-            self.held[id(leaf)] = (leaf_name, leaf, table, until_end)
+            self.held[id(leaf)] = (leaf_name, leaf, table, until_end, _nbytes(leaf))
 
     def release(self, table: int) -> None:
         self.held = {k: v for k, v in self.held.items() if v[2] != table or v[3]}
 
     def drop(self, tree) -> None:
-        gone = {id(x) for x in jax.tree.leaves(tree)}
-        self.held = {k: v for k, v in self.held.items() if k not in gone}
+        for x in jax.tree.leaves(tree):
+            self.held.pop(id(x), None)
+
+    def devset(self, table: int | None) -> frozenset:
+        if table not in self._devsets:
+            self._devsets[table] = super().devset(table)
+        return self._devsets[table]
 
     def from_host(self, trace) -> None:
         self.on_host[id(trace)] = trace
@@ -567,7 +575,7 @@ class Planner(_Executor):
         exe, fresh = _compiled(fn, static, args, shardings, name, describe, defer=True)
         seconds = time.perf_counter() - start
         passed = _nbytes(jax.tree.map(_sds, args, shardings))
-        parked_ids = {k for k, (buf, _, _, until_end) in self.held.items() if buf in self.park and not until_end}
+        parked_ids = {k for k, v in self.held.items() if v[0] in self.park and not v[3]} if self.park else set()
         staging = max(
             (
                 transfer.in_flight(x.shape, x.dtype, transfer.platform(s))
@@ -581,20 +589,24 @@ class Planner(_Executor):
         on_host: dict[str, int] = {}
         fixed = copied_in = 0
         here = self.devset(table)
-        for key, (buf, ref, owner, until_end) in self.held.items():
-            if not self.devset(owner) & here:
+        shares = {}  # owner -> whether it holds buffers on this round's devices
+        for key, (buf, _, owner, until_end, size) in self.held.items():
+            share = shares.get(owner)
+            if share is None:
+                share = shares[owner] = bool(self.devset(owner) & here)
+            if not share:
                 continue
-            parked = buf in self.park and not until_end
+            parked = not until_end and buf in self.park
             if key not in arg_ids:
                 if parked:
-                    on_host[buf] = on_host.get(buf, 0) + _nbytes(ref)
+                    on_host[buf] = on_host.get(buf, 0) + size
                     continue
-                by_name[buf] = by_name.get(buf, 0) + _nbytes(ref)
+                by_name[buf] = by_name.get(buf, 0) + size
             elif parked:
-                copied_in += _nbytes(ref)
+                copied_in += size
                 self.copies_in[buf] = self.copies_in.get(buf, 0) + 1
             if until_end or owner != table:
-                fixed += _nbytes(ref)
+                fixed += size
         resident = tuple(sorted(by_name.items()))
         extra = (tuple(sorted(on_host.items())), copied_in)
         self._pending.append((table, name, exe, fresh, seconds, passed, resident, fixed, staging, extra))
@@ -628,7 +640,9 @@ class Planner(_Executor):
                 exe = _finish(job)
                 if fresh:
                     seconds = job.result()[1].total
-            mem = exe.memory_analysis()
+            if id(exe) not in self._memory:  # the executable is kept with it: its id is not reused
+                self._memory[id(exe)] = exe, exe.memory_analysis()
+            mem = self._memory[id(exe)][1]
             counted = int(mem.argument_size_in_bytes)
             if counted < passed:
                 raise RuntimeError(
