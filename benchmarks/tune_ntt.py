@@ -22,6 +22,13 @@ from jaxstark import gl, ntt
 from jaxstark.kernels import ntt as kn
 
 
+def _reference(kind: str, log_n: int, x, roots):
+    """The plain-jnp transform: DIF's levels, or (DIT) the same between two bit reversals."""
+    if kind == "dif":
+        return ntt._dif_levels(x, roots, log_n)
+    return ntt._bit_reverse_rows(ntt._dif_levels(ntt._bit_reverse_rows(x, log_n), roots, log_n), log_n)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default="dif:22:64,dit:21:632")
@@ -42,11 +49,7 @@ def main(argv=None) -> None:
         roots = ntt.ntt_tables(log_n).forward
         interp = jax.default_backend() == "cpu"  # a smoke run off the GPU: the interpreter
         fn = functools.partial(kn.dif if kind == "dif" else kn.dit, interpret=interp)
-        # the plain-jnp transform is the reference (DIT: DIF between two bit reversals, ntt.dit_natural's twin)
-        rev = functools.partial(ntt._bit_reverse_rows, log_n=log_n)
-        dif_ref = functools.partial(ntt._dif_levels, log_n=log_n)
-        ref_fn = (lambda a, w: dif_ref(a, w)) if kind == "dif" else (lambda a, w: rev(dif_ref(rev(a), w)))  # noqa: E731
-        ref = np.asarray(jax.jit(ref_fn)(x, roots))
+        ref = np.asarray(jax.jit(functools.partial(_reference, kind, log_n))(x, roots))
         floor_ms = 2 * x.size * 8 / bw * 1e3
         rows = []
         for r, lanes, bc, warps, ptx in itertools.product(
