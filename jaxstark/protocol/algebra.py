@@ -59,7 +59,12 @@ def combine_constraints(
 
         Q = C_i(x) (x - w^(n-1)) / (x^n - 1)  (transition; no factor for a row-local AIR)
           | (T_c(x) - v) / (x - w^r)          (boundary (c, r, v))
-          | A_k(x) / (x^n - 1)                (aux, LogUp)"""
+          | A_k(x) / (x^n - 1)                (aux, LogUp)
+
+    Quotients that share a denominator are summed first and divided once (``f sum_i alpha_i C_i``
+    for the transition constraints, ``zn_inv sum_k delta_k A_k`` for the aux ones): the same
+    field value as dividing each, with one multiplication per group instead of one per
+    constraint."""
     n = 1 << log_n
     degrees = air.constraint_degrees()
     constraints = air.transition(cur, nxt, periodic, pub)
@@ -71,20 +76,35 @@ def combine_constraints(
     g = gl.root_of_unity(log_n)
     # a row-local AIR constrains every row; otherwise the last row's frame wraps and is excluded
     factor = zn_inv if air.row_local else (x - pow(g, n - 1, P)) * zn_inv
-    quotients = [c * factor for c in constraints]
+    aux_cs = aux_constraints(air, log_n, cur, aux) if air.num_aux_columns else []
+    boundary = list(air.boundary(pub))
+    k, m = len(constraints), len(constraints) + len(boundary)
+    if len(alphas) != m + len(aux_cs):
+        raise ValueError(f"{air.name}: {len(alphas)} challenges for {m + len(aux_cs)} constraints")
+    # the quotients sharing a denominator are combined first and divided once:
+    # sum_i alpha_i C_i f = f sum_i alpha_i C_i (exact field arithmetic: the same value)
+    terms = [_dot(alphas[:k], constraints) * factor] if k else []
     inverses: dict = {}
-    for col, row, value in air.boundary(pub):
+    for alpha, (col, row, value) in zip(alphas[k:m], boundary, strict=True):
         r = row % n
         if r not in inverses:
             inverses[r] = inverse(x - pow(g, r, P))
-        quotients.append((cur[col] - value) * inverses[r])
-    if air.num_aux_columns:
-        quotients += [a * zn_inv for a in aux_constraints(air, log_n, cur, aux)]
-    acc = None
-    for alpha, q in zip(alphas, quotients, strict=True):
-        acc = alpha * q if acc is None else acc + alpha * q
-    if acc is None:
+        terms.append(alpha * ((cur[col] - value) * inverses[r]))
+    if aux_cs:
+        terms.append(_dot(alphas[m:], aux_cs) * zn_inv)
+    if not terms:
         raise ValueError(f"{air.name} has no constraints (transition, boundary or interactions): nothing to prove")
+    acc = terms[0]
+    for t in terms[1:]:
+        acc = acc + t
+    return acc
+
+
+def _dot(weights: Sequence, values: Sequence):
+    """``sum_i weights_i values_i``, left to right."""
+    acc = None
+    for w, v in zip(weights, values, strict=True):
+        acc = w * v if acc is None else acc + w * v
     return acc
 
 
