@@ -94,10 +94,7 @@ def combine_constraints(
         terms.append(_dot(alphas[m:], aux_cs) * zn_inv)
     if not terms:
         raise ValueError(f"{air.name} has no constraints (transition, boundary or interactions): nothing to prove")
-    acc = terms[0]
-    for t in terms[1:]:
-        acc = acc + t
-    return acc
+    return sum(terms[1:], terms[0])
 
 
 def _dot(weights: Sequence, values: Sequence):
