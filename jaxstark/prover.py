@@ -168,8 +168,9 @@ def prove(
     watch = None if progress is None else (progress, the_plan)
     shapes = frozenset((t.log_n, t.blowup, t.device) for t in the_plan.tables)
     park = frozenset(name for name, _, _ in the_plan.parked)
+    recompute = frozenset(name for name, _, _ in the_plan.recomputed)
     runner = Runner(the_plan.devices, the_plan.default_device, the_plan.diagnostic, the_plan.meshes, watch, shapes,
-                    park)  # fmt: skip
+                    park, recompute)  # fmt: skip
     traces = [t for t, _, _ in checked]
     publics = tuple(p for _, _, p in checked)
     chunks, groups = the_plan.chunks, the_plan.groups

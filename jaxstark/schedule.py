@@ -11,6 +11,7 @@ abstract values (compiling each round and recording its memory), the
 from __future__ import annotations
 
 import collections
+import dataclasses
 import warnings
 
 import jax
@@ -30,6 +31,7 @@ from jaxstark.rounds import (
     AUX_COMMIT,
     AUX_COMMIT_AGAIN,
     COMPOSITION,
+    COMPOSITION_TREE,
     DEEP,
     FORK,
     FRI_FINAL,
@@ -46,6 +48,7 @@ from jaxstark.rounds import (
     FriCommitment,
     fri_layer_name,
     openings_name,
+    r3_ood,
     r4_deep,
     r4_fri_layer,
 )
@@ -214,13 +217,17 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
     tr = _run(ex, i, FORK, (tr, fork), config, grp(None, 0))
     aux_lde, aux_coeffs = (None, None) if aux is None else (aux.lde, aux.coeffs)
     logup = None if aux is None else (challenges, aux.sums)
+    tree = not ex.recomputes(i, COMPOSITION)  # else built apart, only its root kept
     comp, tr = _run(
         ex, i, COMPOSITION, (domain, r1.lde, aux_lde, logup, public, tr), config,
-        grp(None, b, no_aux, None if aux is None else (None, b), None, b), air=air,
+        grp(None, b, no_aux, None if aux is None else (None, b), None, b), air=air, tree=tree,
     )  # fmt: skip
+    if not tree:
+        nodes, tr = _run(ex, i, COMPOSITION_TREE, (comp.parts_lde, tr), config, grp(b, b))
+        comp = dataclasses.replace(comp, nodes=nodes)
     ood, tr = _run(
         ex, i, OUT_OF_DOMAIN, (r1.coeffs, aux_coeffs, comp.parts_coeffs, tr), config, grp(b, no_aux, b, b),
-        log_n=domain.log_n,
+        log_n=domain.log_n, blocks=r3_ood.row_blocks(domain.n, ex.device(i).platform),
     )  # fmt: skip
     ex.drop((r1.coeffs, aux_coeffs, comp.parts_coeffs))  # their last use
     deep = (domain, r1.lde, aux_lde, comp.parts_lde, ood, tr), grp(None, b, no_aux, b, b, b)

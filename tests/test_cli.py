@@ -294,4 +294,4 @@ def test_keep_held_forbids_parking(command):
     args = ap.parse_args([command, "--example", "fibonacci", "--keep-held"])
     assert config_from(args, ap).held_strategies == ()
     args = ap.parse_args([command, "--example", "fibonacci"])
-    assert config_from(args, ap).held_strategies == js.StarkConfig().held_strategies == ("park",)
+    assert config_from(args, ap).held_strategies == js.StarkConfig().held_strategies == ("park", "recompute")

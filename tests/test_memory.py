@@ -409,10 +409,11 @@ def test_parking_held_buffers_fits_what_keeping_them_does_not(fib, monkeypatch):
     air, trace, public = fib
     keep = js.plan(air, jnp.asarray(trace), cfg())
     assert not keep.parked and "all kept on the device" in str(keep)
-    smallest = js.plan(air, jnp.asarray(trace), cfg(vram_budget_mb=1 / 2**20))  # 1 byte: the best it finds
-    assert not smallest.fits and smallest.parked and smallest.peak < keep.peak
+    park = ("park",)  # parking alone (recomputing: test_recomputing_trees_...)
+    smallest = js.plan(air, jnp.asarray(trace), cfg(vram_budget_mb=1 / 2**20, held_strategies=park))  # 1 byte
+    assert not smallest.fits and smallest.parked and smallest.peak < keep.peak and not smallest.recomputed
     budget_mb = (smallest.peak + keep.peak) / 2 / 2**20
-    p = js.plan(air, jnp.asarray(trace), cfg(vram_budget_mb=budget_mb))
+    p = js.plan(air, jnp.asarray(trace), cfg(vram_budget_mb=budget_mb, held_strategies=park))
     assert p.fits and 0 < len(p.parked) <= len(smallest.parked) and p.peak < keep.peak
     for name, nbytes, copies in p.parked:
         assert p.parkable[name] == nbytes and copies >= 0
@@ -429,7 +430,8 @@ def test_parking_held_buffers_fits_what_keeping_them_does_not(fib, monkeypatch):
 
     on_device = jnp.asarray(trace)
     ref, kept = _prove_watching_live_bytes(air, on_device, public, cfg(), keep)
-    proof, seen = _prove_watching_live_bytes(air, on_device, public, cfg(vram_budget_mb=budget_mb), p)
+    proof, seen = _prove_watching_live_bytes(air, on_device, public, cfg(vram_budget_mb=budget_mb,
+                                                                         held_strategies=park), p)  # fmt: skip
     assert proof.to_bytes() == ref.to_bytes()
     assert js.verify(air, proof, public, cfg())
     assert any(live < planned for (_, live, _), (_, _, planned) in zip(seen, kept, strict=True))
@@ -459,11 +461,75 @@ def _prove_watching_live_bytes(air, trace, public, config, plan):
 def test_parking_refuses_below_the_smallest_device_set_it_finds(fib, monkeypatch):
     monkeypatch.setattr(executor, "PARK_MIN_BYTES", 0)
     air, trace, public = fib
-    smallest = js.plan(air, jnp.asarray(trace), cfg(vram_budget_mb=1 / 2**20))
-    below = cfg(vram_budget_mb=(smallest.peak - 64) / 2**20)
+    smallest = js.plan(air, jnp.asarray(trace), cfg(vram_budget_mb=1 / 2**20, held_strategies=("park",)))
+    below = cfg(vram_budget_mb=(smallest.peak - 64) / 2**20, held_strategies=("park",))
     with pytest.raises(js.DeviceBudgetExceeded, match="parked in host memory") as err:
         js.prove(air, jnp.asarray(trace), public, below)
     assert err.value.total == smallest.peak and "held_strategies" not in str(err.value)
+
+
+def test_recomputing_trees_fits_what_keeping_them_does_not(fib, monkeypatch):
+    """Recomputing alone: under a budget between the smallest such plan and the keep-everything
+    peak, the planner recomputes trees (the composition's built in a round of its own, the
+    others only their roots kept) and says which and where each is built again; every tree is
+    rebuilt in its own commitment's openings; the proof is byte-identical to the keep-everything
+    one and verifies, and the device holds no more than the plan says at every round's start.
+    Forbidding recomputing (and parking) refuses the same budget, naming the knob."""
+    monkeypatch.setattr(executor, "PARK_MIN_BYTES", 0)
+    air, trace, public = fib
+    keep = js.plan(air, jnp.asarray(trace), cfg())
+    only = ("recompute",)
+    smallest = js.plan(air, jnp.asarray(trace), cfg(vram_budget_mb=1 / 2**20, held_strategies=only))
+    assert not smallest.fits and smallest.recomputed and not smallest.parked and smallest.peak < keep.peak
+    budget_mb = (smallest.peak + keep.peak) / 2 / 2**20
+    p = js.plan(air, jnp.asarray(trace), cfg(vram_budget_mb=budget_mb, held_strategies=only))
+    assert p.fits and p.recomputed and not p.parked and p.peak < keep.peak
+    where = {"trace commit": "openings trace", "composition": "openings composition", "FRI layer": "openings FRI"}
+    for name, nbytes, rebuilt in p.recomputed:
+        assert name.endswith("[0].nodes") and p.recomputable[name] == nbytes > 0
+        assert rebuilt == next(v for k, v in where.items() if f": {k}" in name), (name, rebuilt)
+        assert f"recompute {name}" in str(p) and f"built again in '{rebuilt}'" in str(p)
+    assert p.to_dict()["recomputed"] == [dict(buffer=n, bytes=b, rebuilt_in=w) for n, b, w in p.recomputed]
+    names = [r.name for r in p.rounds]
+    if any(": composition[" in n for n, _, _ in p.recomputed):
+        assert "composition tree" in names and "composition tree" not in [r.name for r in keep.rounds]
+    for r in p.rounds:  # a recomputed tree is held as its root rows only
+        held = dict(r.resident)
+        assert all(held.get(n, 0) <= 64 for n, _, _ in p.recomputed), r.name
+    with pytest.raises(js.DeviceBudgetExceeded, match="recomputing held trees"):
+        js.plan(air, jnp.asarray(trace), cfg(vram_budget_mb=budget_mb, held_strategies=())).admit()
+    on_device = jnp.asarray(trace)
+    ref, _ = _prove_watching_live_bytes(air, on_device, public, cfg(), keep)
+    proof, _ = _prove_watching_live_bytes(air, on_device, public, cfg(vram_budget_mb=budget_mb, held_strategies=only), p)
+    assert proof.to_bytes() == ref.to_bytes()
+    assert js.verify(air, proof, public, cfg())
+
+
+def test_a_table_that_cannot_be_chunked_proves_under_half_its_keep_everything_set():
+    """Fibonacci (boundary constraints: it cannot be split into row chunks) at 2^14 rows @
+    blowup 2, under a budget of half its keep-everything device set, with the default
+    strategies: trees recomputed and buffers parked, the plan naming both; the proof is the
+    keep-everything proof's bytes and verifies. Under a budget just below the smallest plan the
+    planner finds, it is refused with that plan's binding round and what it applied."""
+    air, trace, public = EXAMPLES["fibonacci"](14)
+    config = js.StarkConfig(blowup=2)
+    keep = js.plan(air, jnp.asarray(trace), config)
+    assert keep.fits and not keep.parked and not keep.recomputed
+    half = js.StarkConfig(blowup=2, vram_budget_mb=keep.peak / 2 / 2**20)
+    p = js.plan(air, jnp.asarray(trace), half)
+    assert p.fits and p.peak <= keep.peak / 2 and p.recomputed and p.parked
+    assert "tree(s) recomputed" in str(p) and "parked in host memory" in str(p)
+    proof = js.prove(air, jnp.asarray(trace), public, half)
+    assert proof.to_bytes() == js.prove(air, jnp.asarray(trace), public, config).to_bytes()
+    assert js.verify(air, proof, public, config)
+
+    least = js.plan(air, jnp.asarray(trace), js.StarkConfig(blowup=2, vram_budget_mb=1 / 2**20))
+    assert not least.fits and least.peak < p.peak
+    below = js.StarkConfig(blowup=2, vram_budget_mb=(least.peak - 64) / 2**20)
+    with pytest.raises(js.DeviceBudgetExceeded, match="tree\\(s\\) recomputed where they are opened") as err:
+        js.prove(air, jnp.asarray(trace), public, below)
+    assert err.value.total == least.peak and err.value.round == least.binding.name
+    assert "parked in host memory" in str(err.value) and "held_strategies" not in str(err.value)
 
 
 def test_held_strategies_are_checked():

@@ -81,11 +81,15 @@ def test_round_outputs_have_the_documented_shapes():
     )
     assert not bool(comp.excess)
 
+    tr_before_ood = tr
     ood, tr = out_of_domain(r1.coeffs, aux.coeffs, comp.parts_coeffs, tr, log_n=log_n)
     chex.assert_shape(
         [ood.z, ood.trace_z, ood.trace_zg, ood.parts_z, ood.aux_z, ood.aux_zg],
         [(3,), (c, 3), (c, 3), (parts, 3), (a, 3), (a, 3)],
     )
+    for blocks in (2, n // 4):  # the sums in blocks of coefficients, as on the CPU: the same values and transcript
+        again = out_of_domain(r1.coeffs, aux.coeffs, comp.parts_coeffs, tr_before_ood, log_n=log_n, blocks=blocks)
+        chex.assert_trees_all_equal(again, (ood, tr))
 
     fri, tr = deep_fri(domain, r1.lde, aux.lde, comp.parts_lde, ood, tr, cfg)
     layers = fri_num_layers(log_n, cfg.fri_final_degree)
@@ -106,7 +110,10 @@ def test_round_outputs_have_the_documented_shapes():
         (fri.leaves, fri.nodes, [6] * layers),
     ]
     for leaves, nodes, widths in commitments:
-        op = openings(leaves, nodes, qs.indices)
+        op = openings(leaves, nodes, qs.indices, hash_name=cfg.hash)
+        # a recomputed tree comes as its root rows only and is built again: the same rows, paths, roots
+        rebuilt = openings(leaves, tuple(t[:2] for t in nodes), qs.indices, hash_name=cfg.hash)
+        chex.assert_trees_all_equal(rebuilt, op)
         assert len(op.rows) == len(op.paths) == len(widths)
         chex.assert_shape(op.roots, (len(widths), 32))
         for k, (w, tree) in enumerate(zip(widths, nodes, strict=True)):
@@ -114,6 +121,8 @@ def test_round_outputs_have_the_documented_shapes():
             chex.assert_shape([op.rows[k], op.paths[k]], [(q, w), (q, log_m, 32)])
             assert (np.asarray(op.roots[k]) == np.asarray(tree[1])).all()
     assert [tree.shape[0].bit_length() - 2 for tree in fri.nodes] == [log_l - 1 - k for k in range(layers)]
+    with pytest.raises(ValueError, match="a tree of 4 rows for a matrix of"):
+        openings((r1.lde,), (r1.nodes[:4],), qs.indices, hash_name=cfg.hash)
     assert int(jnp.max(qs.indices)) < size
 
 
@@ -166,3 +175,39 @@ def test_scanned_small_fri_layers_equal_unrolled_ones(hash_name, monkeypatch):
         np.testing.assert_array_equal(fri.final, want.final)
         assert bool(fri.excess) == bool(want.excess)
         np.testing.assert_array_equal(tr_out.state, want_tr.state)
+
+
+@pytest.mark.parametrize("blocks", [1, 4])
+@pytest.mark.parametrize("with_aux", [True, False])
+def test_out_of_domain_sums_match_horner_on_integers(blocks, with_aux):
+    """Every out-of-domain evaluation, whole or in blocks of coefficients, against Horner's rule
+    on Python integers at the drawn point (random coefficients)."""
+    from jaxstark.field import goldilocks as gl
+    from jaxstark.field.host import HostVal
+
+    log_n, c, p, a = 6, 3, 2, 2
+    n = 1 << log_n
+    rng = np.random.default_rng(blocks + 2 * with_aux)
+    trace = rng.integers(0, gl.P, size=(n, c), dtype=np.uint64)
+    parts = rng.integers(0, gl.P, size=(n, p, 3), dtype=np.uint64)
+    aux = rng.integers(0, gl.P, size=(n, 3 * a), dtype=np.uint64) if with_aux else None
+    ood, _ = out_of_domain(jnp.asarray(trace), None if aux is None else jnp.asarray(aux), jnp.asarray(parts),
+                           Transcript.new("ood test"), log_n=log_n, blocks=blocks)  # fmt: skip
+    z = HostVal(np.asarray(ood.z))
+    zg = z * gl.root_of_unity(log_n)
+
+    def horner(column, x):  # column: per coefficient, an int or three coordinates
+        acc = HostVal(0)
+        for k in reversed(range(n)):
+            acc = acc * x + HostVal(column[k])
+        return list(acc.c)
+
+    def each(columns, x):
+        return [horner(col, x) for col in columns]
+
+    assert np.asarray(ood.trace_z).tolist() == each(trace.T.tolist(), z)
+    assert np.asarray(ood.trace_zg).tolist() == each(trace.T.tolist(), zg)
+    assert np.asarray(ood.parts_z).tolist() == each(parts.transpose(1, 0, 2).tolist(), z)
+    ext_aux = [] if aux is None else aux.reshape(n, a, 3).transpose(1, 0, 2).tolist()
+    assert np.asarray(ood.aux_z).tolist() == each(ext_aux, z)
+    assert np.asarray(ood.aux_zg).tolist() == each(ext_aux, zg)

@@ -19,6 +19,14 @@ that made it is done and its device copy is deleted; each later round that takes
 argument gets a fresh device copy, dropped when the round is done. The planner counts a parked
 buffer on the device only as such an argument (and lists it under the round's ``parked`` host
 bytes otherwise). The values are the same bytes, so the proof does not change.
+
+**Recomputing** (``recompute``: names of held Merkle node arrays, :attr:`jaxstark.rounds.Round.trees`,
+of units that are not groups of row chunks): the round that builds such a tree is compiled as a
+variant that returns only its first two rows (the zero row and the root, which the round has
+already absorbed), so the tree is one of the round's temporaries instead of an output held to the
+openings; the openings round builds it again from the matrix it commits to
+(:mod:`jaxstark.rounds.r5_openings`). The same function computes both, so the roots, paths and
+proof are the same bytes; the price is one more tree build per recomputed tree.
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ from jaxstark.rounds.domain import make_domain
 
 __all__ = [
     "Planner", "Runner", "RoundMemory", "CompileRecord", "compile_log", "dispatch_count", "compiled_for", "placements",
-    "clear_caches", "compile_threads", "held_name", "FALLBACK_ENV", "CHUNK_AXIS", "COMPILE_THREADS_ENV",
+    "clear_caches", "compile_threads", "held_name", "roots_only", "FALLBACK_ENV", "CHUNK_AXIS", "COMPILE_THREADS_ENV",
     "PARK_MIN_BYTES",
 ]  # fmt: skip
 
@@ -54,6 +62,7 @@ CHUNK_AXIS = "chunks"  # the mesh axis a group of row chunks is split along
 COMPILE_THREADS_ENV = "JAXSTARK_COMPILE_THREADS"
 _COMPILED: dict = {}  # signature -> compiled executable (shared by every plan and proof)
 _GROUPED: dict = {}  # (round, statics, vmap axes) -> jitted vmapped round
+_TRIMMED: dict = {}  # (round, statics, output paths) -> jitted round returning only those trees' roots
 _DISPATCHES: dict[str, int] = {}  # round name -> executables dispatched
 _COMPILE_LOG: list = []  # CompileRecord per program compiled (a _Compiling job while it compiles)
 _POOLS: dict = {}  # number of threads -> the pool compiling planned programs
@@ -82,6 +91,7 @@ def clear_caches() -> int:
     _COMPILED.clear()
     _COMPILE_LOG.clear()
     _GROUPED.clear()
+    _TRIMMED.clear()
     ntt._cached_tables.cache_clear()
     lde._cached.cache_clear()
     jax.clear_caches()
@@ -161,6 +171,23 @@ def grouped(fn, static: dict, axes: tuple):
     g = _GROUPED.get(key)
     if g is None:
         g = _GROUPED[key] = jax.jit(jax.vmap(functools.partial(fn, **static), in_axes=axes), keep_unused=True)
+    return g
+
+
+def roots_only(fn, static: dict, paths: frozenset):
+    """``fn`` (a round, its static arguments bound) returning, of each output at one of
+    ``paths`` (key paths, ``jax.tree_util.keystr``: ``"[0].nodes"``), a Merkle node array,
+    only its first two rows -- the zero row and the root -- jitted (one function object per
+    round, statics and paths, so its executables are cached)."""
+    key = (fn, tuple(sorted(static.items())), paths)
+    g = _TRIMMED.get(key)
+    if g is None:
+
+        def trimmed(*args):
+            out = fn(*args, **static)
+            return jax.tree_util.tree_map_with_path(lambda p, x: x[:2] if jax.tree_util.keystr(p) in paths else x, out)
+
+        g = _TRIMMED[key] = jax.jit(trimmed, keep_unused=True)
     return g
 
 
@@ -418,6 +445,18 @@ def _describe(fn, static: dict, axes: tuple | None) -> str | None:
     return f"vmap {axes!r} of {base} with {bound}"
 
 
+def _describe_trimmed(describe: str | None, static: dict, paths: frozenset) -> str | None:
+    """What a round compiled by :func:`roots_only` is, for the lowered-program cache (its
+    statics are bound into it, so the text carries them)."""
+    if describe is None:
+        return None
+    try:
+        bound = ";".join(f"{k}={compile_cache._static_text(v)}" for k, v in sorted(static.items()))
+    except compile_cache.Uncacheable:
+        return None
+    return f"roots only of {sorted(paths)!r} of {describe} with {bound}"
+
+
 def _name(fn) -> str:
     while isinstance(fn, functools.partial):
         fn = fn.func
@@ -467,9 +506,11 @@ class _Executor:
 
     concrete = False
 
-    def __init__(self, devices: dict[int, jax.Device], default: jax.Device, meshes: dict[int, Mesh] | None = None):
+    def __init__(self, devices: dict[int, jax.Device], default: jax.Device, meshes: dict[int, Mesh] | None = None,
+                 recompute: frozenset = frozenset()):  # fmt: skip
         self.devices, self.default = devices, default
         self.meshes = meshes or {}  # unit -> the devices its group of row chunks is spread over
+        self.recompute = recompute  # held names of the trees built again where they are opened
 
     def device(self, table: int | None) -> jax.Device:
         """The unit's device (the first of its mesh when it is spread)."""
@@ -486,14 +527,32 @@ class _Executor:
     def placements(self, table: int | None, args: tuple, axes: tuple | None):
         return placements(args, axes, self.meshes.get(table), self.device(table))
 
-    def _round(self, table: int | None, fn: Callable, args: tuple, static: dict, axes: tuple | None, vmap: bool):
+    def _round(self, table: int | None, name: str, fn: Callable, args: tuple, static: dict, axes: tuple | None,
+               vmap: bool):  # fmt: skip
         """What ``run`` calls and how its arguments are placed: ``fn`` (vmapped over ``axes``
-        unless the round batches itself), its statics, the arguments' shardings."""
+        unless the round batches itself; returning only the roots of the trees it builds that
+        the plan recomputes), its statics, the arguments' shardings."""
         shardings = self.placements(table, args, axes)
         describe = _describe(fn, static, axes if axes is not None and vmap else None)
         if axes is not None and vmap:
             fn, static = grouped(fn, static, axes), {}
+        elif axes is None and (paths := self._trimmed(table, name)):
+            describe = _describe_trimmed(describe, static, paths)
+            fn, static = roots_only(fn, static, paths), {}
         return fn, static, shardings, describe
+
+    def _trimmed(self, table: int | None, name: str) -> frozenset:
+        """The output paths of round ``name`` of unit ``table`` that the plan recomputes (none
+        for a round that then builds its tree apart, :attr:`~jaxstark.rounds.Round.tree_round`)."""
+        spec = registered(name)
+        if not self.recompute or spec is None or spec.tree_round is not None:
+            return frozenset()
+        prefix = held_name(table, name)
+        return frozenset(n[len(prefix) :] for n in self.recompute if n.startswith(prefix + "["))
+
+    def recomputes(self, table: int | None, name: str, tree: str = "nodes") -> bool:
+        """Whether the plan recomputes output ``tree`` of round ``name`` of unit ``table``."""
+        return f"{held_name(table, name)}[0].{tree}" in self.recompute
 
     def _host_domain(self, log_n: int, blowup: int):
         with jax.default_device(jax.local_devices(backend="cpu")[0]):  # tables are built on the host (cached per shape)
@@ -521,10 +580,12 @@ class _Executor:
 class Planner(_Executor):
     """Runs the schedule on abstract values, compiling each round and recording its memory."""
 
-    def __init__(self, devices, default, meshes=None, park: frozenset = frozenset()):
-        super().__init__(devices, default, meshes)
+    def __init__(self, devices, default, meshes=None, park: frozenset = frozenset(),
+                 recompute: frozenset = frozenset()):  # fmt: skip
+        super().__init__(devices, default, meshes, recompute)
         self.park = park  # names of held outputs parked in host memory between the rounds that take them
         self.parkable: dict[str, int] = {}  # held round outputs that may be parked -> bytes
+        self.recomputable: dict[str, int] = {}  # held trees that may be recomputed -> bytes
         self.copies_in: dict[str, int] = {}  # parked name -> rounds that copy it back in
         self._rounds: list[RoundMemory] = []
         self._pending: list[tuple] = []  # rounds whose program is still compiling, in order
@@ -570,7 +631,7 @@ class Planner(_Executor):
         takes a group of row chunks along these axes of its arguments -- run it under ``vmap``
         (unless ``vmap`` is False: the round batches itself) and, when the unit is spread over
         a mesh, split those arguments over its devices."""
-        fn, static, shardings, describe = self._round(table, fn, args, static, axes, vmap)
+        fn, static, shardings, describe = self._round(table, name, fn, args, static, axes, vmap)
         start = time.perf_counter()
         exe, fresh = _compiled(fn, static, args, shardings, name, describe, defer=True)
         seconds = time.perf_counter() - start
@@ -614,10 +675,15 @@ class Planner(_Executor):
         # a fresh abstract value per dispatch: the buffers are tracked by identity, and one
         # executable (or one pending compile job) serves several dispatches
         out = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=s.sharding), exe.out_info)
-        self.hold(held_name(table, name), out, table)
-        for leaf_name, leaf in _named_leaves(held_name(table, name), out):
+        prefix = held_name(table, name)
+        self.hold(prefix, out, table)
+        spec = registered(name)
+        trees = {f"{prefix}[0].{f}" for f in spec.trees} if spec is not None and axes is None else set()
+        for leaf_name, leaf in _named_leaves(prefix, out):
             if _nbytes(leaf) >= PARK_MIN_BYTES:
                 self.parkable[leaf_name] = _nbytes(leaf)
+                if leaf_name in trees:
+                    self.recomputable[leaf_name] = _nbytes(leaf)
         return out
 
     @property
@@ -667,8 +733,9 @@ class Runner(_Executor):
     concrete = True
 
     def __init__(self, devices, default, diagnostic: Callable[[int | None, str], str], meshes=None, progress=None,
-                 shapes: frozenset = frozenset(), park: frozenset = frozenset()):  # fmt: skip
-        super().__init__(devices, default, meshes)
+                 shapes: frozenset = frozenset(), park: frozenset = frozenset(),
+                 recompute: frozenset = frozenset()):  # fmt: skip
+        super().__init__(devices, default, meshes, recompute)
         self.park = park  # the plan's parked outputs (by held name)
         self._parked: dict[int, tuple[int | None, object, np.ndarray]] = {}  # id(array) -> (unit, array, host copy)
         # device copies of the domain tables are kept for the next proof of the same shapes on the
@@ -712,7 +779,7 @@ class Runner(_Executor):
         spec = registered(name)
         site = name if spec is None else spec.name  # a FRI layer's dispatches are the FRI layer round's
         sites = (site,) if spec is None else (site, *spec.stage_sites(spec.fri_layers(args, static)))
-        fn, static, shardings, _ = self._round(table, fn, args, static, axes, vmap)
+        fn, static, shardings, _ = self._round(table, name, fn, args, static, axes, vmap)
         exe = compiled_for(fn, static, args, shardings)  # the planner's (no second compilation)
         _DISPATCHES[site] = _DISPATCHES.get(site, 0) + 1
         event = self._event(table, name)

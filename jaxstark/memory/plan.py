@@ -20,6 +20,16 @@ challenges are drawn, so all of them are held when the first table's rounds 2-5 
 table's are released when it is done. The planner tries the statement order, heaviest table
 first and heaviest table last, and keeps the order with the lowest peak relative to the budget
 (the transcript does not depend on it: each table has its own fork).
+
+**Held buffers** (``StarkConfig.held_strategies``): when keeping every buffer held between
+rounds on the device does not fit, :func:`plan_checked` searches from that plan upward
+(:func:`_held_strategies`): while the plan does not fit, it takes the buffer that frees the most
+bytes from the binding round -- a Merkle tree the binding round holds or builds is
+*recomputed* (its round returns only the root, the openings build it again from its matrix; one
+more tree build), any other held output the round does not take is *parked* in host memory
+(copied out once, back in for each round that takes it) -- and plans again; the first plan that
+fits is admitted, else the one with the smallest binding round is refused with what bound it.
+Neither changes the proof (:mod:`jaxstark.memory.executor`).
 """
 
 from __future__ import annotations
@@ -40,11 +50,11 @@ from jaxstark.chunking import chunk_group, units
 from jaxstark.config import StarkConfig
 from jaxstark.errors import DeviceBudgetExceeded, ShapeError
 from jaxstark.memory.budget import _POSTURE_VARS, ENV_BUDGET, Budget, allocator_posture, device_budget, live_memory
-from jaxstark.memory.executor import CHUNK_AXIS, PLANNING, Planner, RoundMemory, device_label
+from jaxstark.memory.executor import CHUNK_AXIS, PLANNING, Planner, RoundMemory, device_label, held_name
 from jaxstark.memory.model import model
 from jaxstark.ntt import _target_device
 from jaxstark.progress import format_bytes as _size
-from jaxstark.rounds import r4_fri_layer
+from jaxstark.rounds import openings_name, r4_fri_layer, registered
 from jaxstark.schedule import check_shape, schedule, table_chunks
 
 __all__ = ["Plan", "TablePlan", "plan", "plan_checked"]
@@ -91,6 +101,10 @@ class Plan:
     parked: tuple[tuple[str, int, int], ...] = ()
     parkable: dict[str, int] = dataclasses.field(default_factory=dict, repr=False)  # what may be parked -> bytes
     may_park: bool = True  # StarkConfig.held_strategies allowed parking (and one process runs the proof)
+    # held trees recomputed where they are opened: (name, bytes no longer held, the round that builds it again)
+    recomputed: tuple[tuple[str, int, str], ...] = ()
+    recomputable: dict[str, int] = dataclasses.field(default_factory=dict, repr=False)  # trees -> bytes
+    may_recompute: bool = True  # StarkConfig.held_strategies allowed recomputing
 
     def chunking(self, table: int) -> str:
         """How statement table ``table`` is split, in words ('' when whole)."""
@@ -160,6 +174,7 @@ class Plan:
             chunking=[self.chunking(t) for t in range(len(self.chunks))],
             host_traces=list(self.host_traces),
             parked=[dict(buffer=n, bytes=b, copies_in=k) for n, b, k in self.parked],
+            recomputed=[dict(buffer=n, bytes=b, rebuilt_in=w) for n, b, w in self.recomputed],
             rounds=rounds,
         )
 
@@ -178,13 +193,20 @@ class Plan:
 
     def held_strategy(self) -> str:
         """What the plan does with the buffers held between rounds, in words."""
-        if not self.parked:
+        if not self.parked and not self.recomputed:
             return "held buffers: all kept on the device"
-        total = sum(b for _, b, _ in self.parked)
-        lines = [f"held buffers: {len(self.parked)} parked in host memory between the rounds that take them "
-                 f"({_size(total)}; copied out once, back in for each such round):"]  # fmt: skip
-        lines += [f"  park {n:44} {_size(b):>12}  copied back {k} time{'s' if k != 1 else ''}"
-                  for n, b, k in self.parked]  # fmt: skip
+        lines = []
+        if self.recomputed:
+            total = sum(b for _, b, _ in self.recomputed)
+            lines.append(f"held buffers: {len(self.recomputed)} tree(s) recomputed ({_size(total)} not held; each "
+                         "built once more, from its matrix, where it is opened):")  # fmt: skip
+            lines += [f"  recompute {n:39} {_size(b):>12}  built again in '{w}'" for n, b, w in self.recomputed]
+        if self.parked:
+            total = sum(b for _, b, _ in self.parked)
+            lines.append(f"held buffers: {len(self.parked)} parked in host memory between the rounds that take them "
+                         f"({_size(total)}; copied out once, back in for each such round):")  # fmt: skip
+            lines += [f"  park {n:44} {_size(b):>12}  copied back {k} time{'s' if k != 1 else ''}"
+                      for n, b, k in self.parked]  # fmt: skip
         return "\n".join(lines)
 
     def diagnostic(self, table: int | None, name: str) -> str:
@@ -202,6 +224,9 @@ class Plan:
         if self.parked:
             names = ", ".join(n for n, _, _ in self.parked)
             lines.append(f"  with {len(self.parked)} held buffer(s) parked in host memory: {names}")
+        if self.recomputed:
+            names = ", ".join(n for n, _, _ in self.recomputed)
+            lines.append(f"  with {len(self.recomputed)} tree(s) recomputed where they are opened: {names}")
         return "\n".join(lines)
 
     def admit(self) -> None:
@@ -216,13 +241,7 @@ class Plan:
             "the planned device set exceeds the memory budget (nothing was dispatched): "
             + self.diagnostic(r.table, r.name)
             + "\n  to fit: lower the blowup, split a row-local table into row chunks "
-            "(StarkConfig.max_chunk_rows_log2)"
-            + (
-                ""
-                if self.parked or not self._park_refused()
-                else ", allow parking held buffers in host memory (StarkConfig.held_strategies)"
-            )
-            + ", or use a larger device",
+            "(StarkConfig.max_chunk_rows_log2)" + self._strategies_refused() + ", or use a larger device",
             table=None if table is None else table.name,
             table_index=r.table,
             round=r.name,
@@ -235,9 +254,16 @@ class Plan:
             allocator_posture=allocator_posture(),
         )
 
-    def _park_refused(self) -> bool:
-        """Parking was not allowed, and there was something to park."""
-        return not self.may_park and bool(self.parkable)
+    def _strategies_refused(self) -> str:
+        """The advice, for a refusal, to allow what ``held_strategies`` forbade and could have
+        shrunk the plan ('' when nothing was forbidden or there was nothing to apply it to)."""
+        park = not self.may_park and bool(self.parkable)
+        recompute = not self.may_recompute and bool(self.recomputable)
+        if not (park or recompute):
+            return ""
+        what = " or ".join(w for w, x in (("parking held buffers in host memory", park),
+                                           ("recomputing held trees", recompute)) if x)  # fmt: skip
+        return f", allow {what} (StarkConfig.held_strategies)"
 
     def __str__(self) -> str:
         lines = []
@@ -294,8 +320,9 @@ def _placement(us, airs, config: StarkConfig, default: jax.Device, spread: tuple
     return devices, meshes, policies
 
 
-def _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order, host, park) -> Planner:
-    planner = Planner(devices, default, meshes, park)
+def _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order, host, park,
+                 recompute) -> Planner:  # fmt: skip
+    planner = Planner(devices, default, meshes, park, recompute)
     u64 = jnp.uint64
     traces = [jax.ShapeDtypeStruct((1 << log_n, air.width), u64) for air, log_n in zip(airs, log_ns, strict=True)]
     publics = tuple(jax.ShapeDtypeStruct((air.num_public_inputs,), u64) for air in airs)
@@ -344,9 +371,10 @@ def plan_checked(
         try:
             p = _plan_checked(airs, log_ns, config, (default, spread), chunks, fixed, host)
             may_park = "park" in config.held_strategies and jax.process_count() == 1
-            if not p.fits and may_park:
-                p = _parking(p, airs, log_ns, config, (default, spread), host)
-            p = dataclasses.replace(p, may_park=may_park)
+            may_recompute = "recompute" in config.held_strategies
+            if not p.fits and (may_park or may_recompute):
+                p = _held_strategies(p, airs, log_ns, config, (default, spread), host, may_park, may_recompute)
+            p = dataclasses.replace(p, may_park=may_park, may_recompute=may_recompute)
             _PLANS[key] = p
         finally:
             PLANNING.reset(token)
@@ -385,25 +413,45 @@ def _plan_checked(airs, log_ns, config, device, chunks, fixed, host) -> Plan:
         current[t] = k
 
 
-def _parking(p: Plan, airs, log_ns, config, device, host) -> Plan:
-    """The plan with held outputs parked in host memory, chosen greedily: while the plan does
-    not fit, park the largest parkable buffer the binding round holds without taking it (the
-    executables are the same: each step walks the schedule again, compiling nothing). Returns
-    the first plan that fits, else the one whose binding round is smallest against its budget."""
+def _held_strategies(p: Plan, airs, log_ns, config, device, host, may_park: bool, may_recompute: bool) -> Plan:
+    """The plan with held buffers recomputed or parked, chosen greedily: while the plan does not
+    fit, take the candidate that frees the most bytes from the binding round -- a tree it holds
+    or builds (recomputed, when allowed: the copies a parked tree costs are more than one tree
+    build; :attr:`jaxstark.rounds.Round.trees`), or another buffer it holds without taking it
+    (parked) -- and plan again. Parking compiles nothing new; recomputing compiles the variant
+    of the round that built the tree and of its openings. Returns the first plan that fits,
+    else the one whose binding round is smallest against its budget."""
 
     def ratio(q: Plan) -> float:
         return q.binding.total / q.budgets[q.binding.device].bytes
 
-    best, park = p, set()
+    best, park, recompute = p, set(), {}
+    trees = dict(p.recomputable) if may_recompute else {}
     while not p.fits:
-        candidates = [(b, n) for n, b in p.binding.resident if n in p.parkable and n not in park]
+        r = p.binding
+        candidates = []
+        for n, b in r.resident:
+            if n in park or n in recompute:
+                continue
+            if n in trees:
+                candidates.append((b, 1, n))
+            elif may_park and n in p.parkable:
+                candidates.append((b, 0, n))
+        built_here = held_name(r.table, r.name) + "["
+        candidates += [(b, 1, n) for n, b in trees.items() if n.startswith(built_here) and n not in recompute]
         if not candidates:
             break
-        park.add(max(candidates, key=lambda c: (c[0], c[1]))[1])
-        p = _plan_units(airs, log_ns, config, device, p.chunks, p.groups, host, frozenset(park))
+        b, tree, n = max(candidates)
+        if tree:
+            recompute[n] = b
+        else:
+            park.add(n)
+        p = _plan_units(airs, log_ns, config, device, p.chunks, p.groups, host, frozenset(park), dict(recompute))
+        if may_recompute:
+            trees.update((k, v) for k, v in p.recomputable.items() if k not in trees)
         if p.fits or ratio(p) < ratio(best):
             best = p
-    return best
+    return dataclasses.replace(best, recomputable=trees)
 
 
 def _splits(air: AIR, log_rows: int, config: StarkConfig) -> bool:
@@ -468,7 +516,11 @@ def _one_group_fits(airs, log_ns, config, device, chunks, least, host) -> bool:
     )
 
 
-def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozenset = frozenset()) -> Plan:
+def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozenset = frozenset(),
+                recompute: dict | None = None) -> Plan:  # fmt: skip
+    """The plan of these units (the best of a few table orders), with the buffers named in
+    ``park`` parked and the trees of ``recompute`` (name -> bytes when held) recomputed."""
+    recompute = recompute or {}
     us = units(tuple(log_ns), chunks, groups)
     unit_airs = tuple(airs[u.table] for u in us)
     default, spread = device
@@ -482,7 +534,8 @@ def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozen
         return max(r.total / budgets[r.device].bytes for r in rounds)
 
     def run(order):
-        return _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order, host, park)
+        return _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order, host, park,
+                            frozenset(recompute))  # fmt: skip
 
     statement = tuple(range(len(us)))
     best_order, best = statement, run(statement)
@@ -504,8 +557,16 @@ def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozen
         for i, (air, u) in enumerate(zip(unit_airs, us, strict=True))
     )  # fmt: skip
     parked = tuple((n, b, best.copies_in.get(n, 0)) for n, b in sorted(best.parkable.items()) if n in park)
+    recomputed = tuple((n, b, _rebuilt_in(n)) for n, b in sorted(recompute.items()))
     return Plan(tables, tuple(best.rounds), budgets, best_order, devices, default, tuple(chunks), tuple(groups), meshes,
-                host, parked, dict(best.parkable))  # fmt: skip
+                host, parked, dict(best.parkable), recomputed=recomputed,
+                recomputable=dict(best.recomputable))  # fmt: skip
+
+
+def _rebuilt_in(tree: str) -> str:
+    """The round that builds a recomputed tree (a held name) again: its commitment's openings."""
+    name = tree.split(": ", 1)[1].rsplit("[", 1)[0]
+    return openings_name(registered(name).opened)
 
 
 def plan(

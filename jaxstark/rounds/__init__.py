@@ -23,7 +23,7 @@ from jaxstark.config import StarkConfig
 from jaxstark.rounds.r0_statement import fork_table, initial_transcript
 from jaxstark.rounds.r1_aux_commit import AuxCommitment, aux_commit, aux_commit_group, logup_challenges
 from jaxstark.rounds.r1_trace_commit import TraceCommitment, trace_commit, trace_commit_group
-from jaxstark.rounds.r2_composition import Composition, composition
+from jaxstark.rounds.r2_composition import Composition, composition, composition_tree
 from jaxstark.rounds.r3_ood import OutOfDomain, out_of_domain
 from jaxstark.rounds.r4_deep import deep
 from jaxstark.rounds.r4_fri_final import FriCommitment, fri_final
@@ -33,8 +33,9 @@ from jaxstark.rounds.r5_queries import Queries, queries
 
 __all__ = [
     "Round", "ROUNDS", "STAGES", "CONFIG_STATICS", "STATEMENT", "TRACE_COMMIT", "TRACE_COMMIT_AGAIN",
-    "LOGUP_CHALLENGES", "AUX_COMMIT", "AUX_COMMIT_AGAIN", "FORK", "COMPOSITION", "OUT_OF_DOMAIN", "DEEP", "FRI_LAYER",
-    "FRI_FINAL", "QUERIES", "OPENINGS", "OPENED", "FriCommitment", "fri_layer_name", "openings_name", "registered",
+    "LOGUP_CHALLENGES", "AUX_COMMIT", "AUX_COMMIT_AGAIN", "FORK", "COMPOSITION", "COMPOSITION_TREE", "OUT_OF_DOMAIN",
+    "DEEP", "FRI_LAYER", "FRI_FINAL", "QUERIES", "OPENINGS", "OPENED", "FriCommitment", "fri_layer_name",
+    "openings_name", "registered",
 ]  # fmt: skip
 
 STATEMENT = "statement"
@@ -45,6 +46,7 @@ AUX_COMMIT = "aux commit"
 AUX_COMMIT_AGAIN = "aux commit again"
 FORK = "fork"
 COMPOSITION = "composition"
+COMPOSITION_TREE = "composition tree"
 OUT_OF_DOMAIN = "out-of-domain"
 DEEP = "DEEP"
 FRI_LAYER = "FRI layer"
@@ -86,6 +88,11 @@ class Round:
     layer_stages: tuple[str, ...] = ()  # ... then these, once per FRI layer
     layers: Callable[[tuple, dict], int] | None = None  # a dispatch's FRI layers, from its arguments and statics
     group_fn: Callable | None = None
+    # outputs (fields of its first result) that are Merkle node arrays the openings can build
+    # again from their matrix: what the planner may recompute instead of holding
+    trees: tuple[str, ...] = ()
+    opened: str | None = None  # the commitment (OPENED) whose openings build such a tree again
+    tree_round: str | None = None  # the round that builds the tree apart when it is recomputed
 
     def __post_init__(self) -> None:
         unknown = [s for s in (*self.stages, *self.layer_stages) if s not in STAGES]
@@ -158,29 +165,36 @@ ROUNDS: dict[str, Round] = {
         Round(STATEMENT, initial_transcript, ("airs", "config", "log_ns", "chunks"), (),
               "the statement absorbed into the transcript"),
         Round(TRACE_COMMIT, trace_commit, ("hash_name",), _fields(TraceCommitment),
-              "LDE of the main trace and its Merkle tree", _COMMIT_STAGES, group_fn=trace_commit_group),
+              "LDE of the main trace and its Merkle tree", _COMMIT_STAGES, group_fn=trace_commit_group,
+              trees=("nodes",), opened="trace"),
         Round(TRACE_COMMIT_AGAIN, trace_commit_group, ("hash_name",), _fields(TraceCommitment),
               "the same, recomputed for a group of row chunks before its rounds 2-5", _COMMIT_STAGES,
               group_fn=trace_commit_group),
         Round(LOGUP_CHALLENGES, logup_challenges, (), ("challenges",), "the LogUp challenges drawn"),
         Round(AUX_COMMIT, aux_commit, ("air", "hash_name"), _fields(AuxCommitment),
-              "LogUp aux columns built, their LDE and Merkle tree", _AUX_STAGES, group_fn=aux_commit_group),
+              "LogUp aux columns built, their LDE and Merkle tree", _AUX_STAGES, group_fn=aux_commit_group,
+              trees=("nodes",), opened="aux"),
         Round(AUX_COMMIT_AGAIN, aux_commit_group, ("air", "hash_name"), _fields(AuxCommitment),
               "the same, recomputed for a group of row chunks", _AUX_STAGES, group_fn=aux_commit_group),
         Round(FORK, fork_table, (), (), "a table's (or chunk's) transcript forked"),
-        Round(COMPOSITION, composition, ("air", "hash_name"), _fields(Composition),
-              "the constraints over the LDE, the composition parts and their tree", _COMMIT_STAGES),
-        Round(OUT_OF_DOMAIN, out_of_domain, ("log_n",), _fields(OutOfDomain),
+        Round(COMPOSITION, composition, ("air", "hash_name", "tree"), _fields(Composition),
+              "the constraints over the LDE, the composition parts and their tree", _COMMIT_STAGES,
+              trees=("nodes",), opened="composition", tree_round=COMPOSITION_TREE),
+        Round(COMPOSITION_TREE, composition_tree, ("hash_name",), ("nodes",),
+              "the composition parts' tree built apart, only its root kept (its tree recomputed)", ("tree build",)),
+        Round(OUT_OF_DOMAIN, out_of_domain, ("log_n", "blocks"), _fields(OutOfDomain),
               "every polynomial evaluated at the out-of-domain point"),
         Round(DEEP, deep, ("blocks",), ("values",), "the DEEP sum over the LDE: FRI's first layer"),
         Round(FRI_LAYER, fri_layer, ("hash_name", "names"), _fields(FriLayer),
-              "one large FRI layer: its tree, and its fold", ("tree build", "FRI fold")),
+              "one large FRI layer: its tree, and its fold", ("tree build", "FRI fold"), trees=("nodes",),
+              opened="FRI"),
         Round(FRI_FINAL, fri_final, ("hash_name", "degree"), _fields(FriCommitment),
               "FRI's small layers (each a tree and a fold) and the final polynomial", (),
               ("tree build", "FRI fold"), _small_layers),
         Round(QUERIES, queries, ("grinding_bits", "num_queries", "log_size"), _fields(Queries),
               "grinding and the query indices", ("grinding",)),
-        Round(OPENINGS, openings, (), _fields(Opened),
-              "one commitment's opened rows, their Merkle paths and its roots", ("query gather",)),
+        Round(OPENINGS, openings, ("hash_name",), _fields(Opened),
+              "one commitment's opened rows, their Merkle paths and its roots (a recomputed tree built again "
+              "first)", ("query gather",)),
     )
 }  # fmt: skip

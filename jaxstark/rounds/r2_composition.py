@@ -20,6 +20,12 @@ reports it (``excess``) so the prover can refuse.
 
 Keeps: the parts' coefficients (OOD), their LDE and tree (DEEP, openings). Drops: H itself and
 every constraint evaluation.
+
+When the planner recomputes the parts' tree (:mod:`jaxstark.memory.plan`), the round runs with
+``tree=False`` -- no tree, the root not yet absorbed -- and :func:`composition_tree` builds the
+tree in a program of its own, absorbs the root and keeps only it; the openings build the tree
+again. (In one program XLA:CPU gives the tree's loop buffer an allocation of its own beside
+the constraint temporaries, so the split is what makes the round's device set smaller.)
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from jaxstark.protocol.algebra import combine_constraints
 from jaxstark.rounds.domain import Domain
 from jaxstark.transcript import Transcript
 
-__all__ = ["Composition", "composition", "periodic_values"]
+__all__ = ["Composition", "composition", "composition_tree", "periodic_values"]
 
 
 class Composition(eqx.Module):
@@ -71,7 +77,7 @@ def _ext_columns(a: Array) -> list[Val]:
     return [Val(a[:, 3 * j : 3 * j + 3], True) for j in range(a.shape[1] // 3)]
 
 
-@functools.partial(jax.jit, static_argnames=("air", "hash_name"), keep_unused=True)
+@functools.partial(jax.jit, static_argnames=("air", "hash_name", "tree"), keep_unused=True)
 def composition(
     domain: Domain,
     lde: UInt64[Array, " L c"],
@@ -82,9 +88,11 @@ def composition(
     *,
     air: AIR,
     hash_name: str,
+    tree: bool = True,
 ) -> tuple[Composition, Transcript]:
     """``logup`` is ``(challenges, bus sums)``; ``aux_lde`` and ``logup`` are ``None`` for a table
-    without interactions."""
+    without interactions. ``tree=False``: ``nodes`` is a zero ``(2, 32)`` placeholder and the
+    root is not absorbed (:func:`composition_tree` does both)."""
     n, b = domain.n, domain.blowup
     pub = [Val(public[i]) for i in range(public.shape[0])]
     tr, alphas = fs.composition_alphas(tr, air)
@@ -114,6 +122,18 @@ def composition(
     excess = jnp.any(coeffs[parts * n :] != np.uint64(0))
     parts_coeffs = jnp.transpose(coeffs[: parts * n].reshape(parts, n, 3), (1, 0, 2))
     parts_lde = _evaluate_core(parts_coeffs, domain.lde)
+    if not tree:
+        return Composition(parts_coeffs, parts_lde, jnp.zeros((2, 32), jnp.uint8), excess), tr
     nodes = _build(parts_lde, hash_name)
     tr = fs.absorb_composition(tr, nodes[1])
     return Composition(parts_coeffs, parts_lde, nodes, excess), tr
+
+
+@functools.partial(jax.jit, static_argnames="hash_name", keep_unused=True)
+def composition_tree(
+    parts_lde: UInt64[Array, " L P 3"], tr: Transcript, *, hash_name: str
+) -> tuple[UInt8[Array, " 2 32"], Transcript]:
+    """The parts' tree, its root absorbed; returns only its first two rows (the zero row and the
+    root) -- the tree of a round run with ``tree=False``."""
+    nodes = _build(parts_lde, hash_name)
+    return nodes[:2], fs.absorb_composition(tr, nodes[1])

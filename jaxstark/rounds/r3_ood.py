@@ -4,6 +4,11 @@ Draw ``z`` in the extension field; evaluate every trace column (main, then aux w
 has interactions) at ``z`` and at ``z * w`` (the next row) and every composition part at ``z``;
 absorb them.
 
+On the CPU the sums run over blocks of :data:`OOD_BLOCK_ROWS` coefficients one after another
+(:func:`row_blocks`): each block is evaluated with the powers ``1 .. x^(B-1)`` of one table and
+scaled by ``x^(jB)``, so the round holds one block's products instead of every coefficient's
+(the field sum is the same, in any order). On an accelerator the whole sum is one piece.
+
 Keeps: the evaluations (DEEP, proof). Drops: the trace, aux and part coefficients.
 """
 
@@ -23,7 +28,16 @@ from jaxstark.poly import _evaluate_powers
 from jaxstark.protocol import fiat_shamir as fs
 from jaxstark.transcript import Transcript
 
-__all__ = ["OutOfDomain", "out_of_domain"]
+__all__ = ["OutOfDomain", "out_of_domain", "row_blocks", "OOD_BLOCK_ROWS"]
+
+OOD_BLOCK_ROWS = 1 << 12  # on the CPU: coefficients per block of the out-of-domain sums
+
+
+def row_blocks(n: int, platform: str) -> int:
+    """How many blocks of coefficients the out-of-domain round of ``n`` rows on ``platform``
+    sums one after another: on the CPU blocks of :data:`OOD_BLOCK_ROWS` (or one, below that);
+    elsewhere 1."""
+    return max(1, n // OOD_BLOCK_ROWS) if platform == "cpu" else 1
 
 
 class OutOfDomain(eqx.Module):
@@ -35,7 +49,7 @@ class OutOfDomain(eqx.Module):
     aux_zg: UInt64[Array, " a 3"]
 
 
-@functools.partial(jax.jit, static_argnames="log_n", keep_unused=True)
+@functools.partial(jax.jit, static_argnames=("log_n", "blocks"), keep_unused=True)
 def out_of_domain(
     trace_coeffs: UInt64[Array, " n c"],
     aux_coeffs: UInt64[Array, " n a3"] | None,
@@ -43,21 +57,45 @@ def out_of_domain(
     tr: Transcript,
     *,
     log_n: int,
+    blocks: int = 1,
 ) -> tuple[OutOfDomain, Transcript]:
+    """``z`` drawn and every evaluation absorbed; the sums over ``blocks`` blocks of
+    coefficients one after another (:func:`row_blocks`)."""
     tr, z = fs.ood_point(tr)
     g = jnp.asarray(np.uint64(gl.root_of_unity(log_n)))
     zg = fext._mul_base(z, g)
+    n = trace_coeffs.shape[0]
+    ext_aux = None if aux_coeffs is None else aux_coeffs.reshape(n, -1, 3)
+    rows = n // blocks
     # the powers of z and z w as one table, which every evaluation below reads (one powers
     # computation in the program instead of one per evaluation)
-    both = fext._powers(jnp.stack([z, zg]), trace_coeffs.shape[0])  # (n, 2, 3)
-    xz, xzg = both[:, 0], both[:, 1]
-    trace_z = _evaluate_powers(trace_coeffs, xz, False)
-    trace_zg = _evaluate_powers(trace_coeffs, xzg, False)
-    parts_z = _evaluate_powers(parts_coeffs, xz, True)
-    if aux_coeffs is None:
-        aux_z = aux_zg = jnp.zeros((0, 3), jnp.uint64)
-    else:
-        ext_coeffs = aux_coeffs.reshape(aux_coeffs.shape[0], -1, 3)
-        aux_z, aux_zg = _evaluate_powers(ext_coeffs, xz, True), _evaluate_powers(ext_coeffs, xzg, True)
+    both = fext._powers(jnp.stack([z, zg]), rows)  # (rows, 2, 3)
+
+    def evaluations(trace, aux, parts):  # (trace_z, trace_zg, parts_z, aux_z, aux_zg) of a block
+        xz, xzg = both[:, 0], both[:, 1]
+        out = [_evaluate_powers(trace, xz, False), _evaluate_powers(trace, xzg, False),
+               _evaluate_powers(parts, xz, True)]  # fmt: skip
+        if aux is None:
+            return (*out, jnp.zeros((0, 3), jnp.uint64), jnp.zeros((0, 3), jnp.uint64))
+        return (*out, _evaluate_powers(aux, xz, True), _evaluate_powers(aux, xzg, True))
+
+    if blocks == 1:
+        values = evaluations(trace_coeffs, ext_aux, parts_coeffs)
+    else:  # block j's sums times x^(j rows), added up block after block
+        step = fext._mul(both[-1], jnp.stack([z, zg]))  # z^rows, (z w)^rows
+
+        def body(j, carry):
+            acc, scale = carry
+            block = lambda x: None if x is None else jax.lax.dynamic_slice_in_dim(x, j * rows, rows)  # noqa: E731
+            part = evaluations(block(trace_coeffs), block(ext_aux), block(parts_coeffs))
+            at = (0, 1, 0, 0, 1)  # each evaluation's point: z or z w
+            acc = tuple(gl._add(a, fext._mul(v, scale[k])) for a, v, k in zip(acc, part, at, strict=True))
+            return acc, fext._mul(scale, step)
+
+        first = None if ext_aux is None else ext_aux[:rows]
+        shapes = jax.eval_shape(evaluations, trace_coeffs[:rows], first, parts_coeffs[:rows])
+        zero = tuple(jnp.zeros(v.shape, v.dtype) for v in shapes)
+        values, _ = jax.lax.fori_loop(0, blocks, body, (zero, fext._one_like(jnp.zeros((2, 3), jnp.uint64))))
+    trace_z, trace_zg, parts_z, aux_z, aux_zg = values
     tr = fs.absorb_ood(tr, trace_z, trace_zg, parts_z, aux_z, aux_zg)
     return OutOfDomain(z, trace_z, trace_zg, parts_z, aux_z, aux_zg), tr

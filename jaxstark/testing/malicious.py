@@ -192,7 +192,7 @@ def _table(air, constraints_of, public, config, domain, r1, aux, challenges, tr,
                        FRI=(tuple(leaves), tuple(nodes)))  # fmt: skip
     if aux is not None:
         commitments["aux"] = ((aux.lde,), (aux.nodes,))
-    opened = {what: jax.device_get(openings(*c, q.indices)) for what, c in commitments.items()}
+    opened = {what: jax.device_get(openings(*c, q.indices, hash_name=config.hash)) for what, c in commitments.items()}
     fields = dict(
         trace_z=host(oo.trace_z), trace_zg=host(oo.trace_zg), aux_z=host(oo.aux_z), aux_zg=host(oo.aux_zg),
         parts_z=host(oo.parts_z), fri_final=host(coeffs), nonce=host(q.nonce),
