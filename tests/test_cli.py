@@ -295,3 +295,11 @@ def test_keep_held_forbids_parking(command):
     assert config_from(args, ap).held_strategies == ()
     args = ap.parse_args([command, "--example", "fibonacci"])
     assert config_from(args, ap).held_strategies == js.StarkConfig().held_strategies == ("park", "recompute")
+    given = {"recompute": ("recompute",), "park": ("park",), "none": (), "recompute,park": ("recompute", "park")}
+    for text, want in given.items():
+        args = ap.parse_args([command, "--example", "fibonacci", "--held-strategies", text])
+        assert config_from(args, ap).held_strategies == want
+    for bad in (["--held-strategies", "spill"], ["--held-strategies", "park,park"],
+                ["--keep-held", "--held-strategies", "park"]):  # fmt: skip
+        with pytest.raises(SystemExit):
+            config_from(ap.parse_args([command, "--example", "fibonacci", *bad]), ap)

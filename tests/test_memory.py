@@ -500,7 +500,9 @@ def test_recomputing_trees_fits_what_keeping_them_does_not(fib, monkeypatch):
         js.plan(air, jnp.asarray(trace), cfg(vram_budget_mb=budget_mb, held_strategies=())).admit()
     on_device = jnp.asarray(trace)
     ref, _ = _prove_watching_live_bytes(air, on_device, public, cfg(), keep)
-    proof, _ = _prove_watching_live_bytes(air, on_device, public, cfg(vram_budget_mb=budget_mb, held_strategies=only), p)
+    proof, _ = _prove_watching_live_bytes(
+        air, on_device, public, cfg(vram_budget_mb=budget_mb, held_strategies=only), p
+    )
     assert proof.to_bytes() == ref.to_bytes()
     assert js.verify(air, proof, public, cfg())
 

@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 from jaxstark.air import AIR
-from jaxstark.config import StarkConfig
+from jaxstark.config import HELD_STRATEGIES, StarkConfig
 from jaxstark.examples import TABLE_EXAMPLES, example_shapes, example_tables
 from jaxstark.hash import HASHES
 
@@ -84,8 +84,15 @@ def add_memory(ap: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--keep-held",
         action="store_true",
-        help="keep every buffer held between rounds on the device (default: park some in host memory when that "
-        "is what fits the budget)",
+        help="keep every buffer held between rounds on the device (the same as --held-strategies none)",
+    )
+    g.add_argument(
+        "--held-strategies",
+        metavar="LIST",
+        help="what the planner may do with buffers held between rounds when keeping them does not fit: "
+        f"comma-separated from {','.join(HELD_STRATEGIES)} (recompute: a tree is built again where it is "
+        "opened; park: copied to host memory and back), or 'none' (default: "
+        f"{','.join(DEFAULTS.held_strategies)})",
     )
 
 
@@ -126,6 +133,24 @@ def add_tables(ap: argparse.ArgumentParser, *, traces: bool, log_rows: int | Non
     )
 
 
+def _held_strategies(args: argparse.Namespace, ap: argparse.ArgumentParser) -> tuple[str, ...]:
+    """``--keep-held`` / ``--held-strategies`` as StarkConfig.held_strategies."""
+    text = getattr(args, "held_strategies", None)
+    if getattr(args, "keep_held", False):
+        if text is not None and text.strip() != "none":
+            ap.error(f"--keep-held keeps every held buffer on the device; it contradicts --held-strategies {text}")
+        return ()
+    if text is None:
+        return DEFAULTS.held_strategies
+    if text.strip() == "none":
+        return ()
+    names = tuple(n.strip() for n in text.split(","))
+    bad = [n for n in names if n not in HELD_STRATEGIES]
+    if bad or len(set(names)) != len(names):
+        ap.error(f"--held-strategies: expected distinct names from {','.join(HELD_STRATEGIES)} or 'none', got {text!r}")
+    return names
+
+
 def config_from(args: argparse.Namespace, ap: argparse.ArgumentParser) -> StarkConfig:
     chunk_rows = getattr(args, "chunk_rows", None)
     if chunk_rows is not None and chunk_rows != "auto":
@@ -143,7 +168,7 @@ def config_from(args: argparse.Namespace, ap: argparse.ArgumentParser) -> StarkC
             vram_budget_mb=getattr(args, "budget_mb", None),
             max_chunk_rows_log2=chunk_rows,
             chunk_group=getattr(args, "chunk_group", None),
-            held_strategies=() if getattr(args, "keep_held", False) else DEFAULTS.held_strategies,
+            held_strategies=_held_strategies(args, ap),
         )
     except ValueError as exc:
         ap.error(str(exc).replace("StarkConfig.", "").replace("num_queries", "queries"))
