@@ -129,6 +129,18 @@ def test_fibonacci_values():
     assert result == 34
 
 
+@pytest.mark.parametrize("log_n", [1, 5, 12, 13, 15])
+def test_fibonacci_trace_follows_the_recurrence_mod_p(log_n):
+    """The blocked trace builder against the recurrence on Python integers, row by row (from
+    2^13 rows it stitches blocks of 4096 rows; the values pass p from row 92 on)."""
+    trace, (result,) = fibonacci_trace(log_n)
+    x, y, want = 1, 1, []
+    for _ in range(1 << log_n):
+        want.append([x, y])
+        x, y = y, (x + y) % P
+    assert np.asarray(trace).tolist() == want and result == want[-1][1]
+
+
 def test_wide_values_against_python():
     width = 6
     trace, _ = wide_trace(3, width=width, seed=5)
