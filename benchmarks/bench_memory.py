@@ -25,6 +25,7 @@ records the allocator's in-use and peak bytes after every round. Prints tables a
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -63,8 +64,14 @@ def child(spec: str, phase: str) -> dict:
     plan = js.plan(air, trace, config)  # as js.prove will plan it: the numpy trace in host memory
     stats = dev.memory_stats() or {}
     out.update(plan_s=time.perf_counter() - t, predicted=plan.peak, binding=plan.binding.name, fits=plan.fits,
-               parked=[[n, b, k] for n, b, k in plan.parked],
-               bytes_limit=stats.get("bytes_limit", 0), peak_after_plan=stats.get("peak_bytes_in_use", 0))  # fmt: skip
+               parked=[[n, b, k] for n, b, k in plan.parked], recomputed=[[n, b, w] for n, b, w in plan.recomputed],
+               bytes_limit=stats.get("bytes_limit", 0), peak_after_plan=stats.get("peak_bytes_in_use", 0),
+               budget=plan.budgets[plan.binding.device].bytes)  # fmt: skip
+    if plan.parked or plan.recomputed or not plan.fits:  # the keep-everything set (its programs are compiled)
+        import dataclasses
+
+        keep = js.plan(air, trace, dataclasses.replace(config, held_strategies=()))
+        out.update(keep_predicted=keep.peak, keep_binding=keep.binding.name)
     if phase == "compile":
         return out
     from jaxstark.memory import executor
@@ -86,8 +93,11 @@ def child(spec: str, phase: str) -> dict:
     out["measured_by_round"] = rounds
     try:
         t = time.perf_counter()
-        js.prove(air, trace, public, config)
+        proof = js.prove(air, trace, public, config)
         out.update(prove_s=time.perf_counter() - t, outcome="proved")
+        t = time.perf_counter()
+        out.update(verified=bool(js.verify(air, proof, public, config)), verify_s=time.perf_counter() - t,
+                   digest=hashlib.sha256(proof.to_bytes()).hexdigest()[:16])  # fmt: skip
     except js.DeviceBudgetExceeded as exc:
         out.update(outcome="refused before dispatch", budget=exc.budget, message=str(exc).splitlines()[0])
     except js.DeviceFailure as exc:

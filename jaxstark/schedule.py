@@ -224,6 +224,7 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
     )  # fmt: skip
     if not tree:
         nodes, tr = _run(ex, i, COMPOSITION_TREE, (comp.parts_lde, tr), config, grp(b, b))
+        ex.drop(comp.nodes)  # the placeholder
         comp = dataclasses.replace(comp, nodes=nodes)
     ood, tr = _run(
         ex, i, OUT_OF_DOMAIN, (r1.coeffs, aux_coeffs, comp.parts_coeffs, tr), config, grp(b, no_aux, b, b),

@@ -6,7 +6,10 @@ The statement reaches every site: a row-local table with a bus, split into two c
 group at a time (so the commitments are computed again), and a range table receiving its
 values -- two tables of 2^3 rows, one FRI layer: cheap to compile for each hash. That layer of 16
 evaluations is dispatched as a large layer of its own (the threshold is lowered for this module),
-so the FRI layer round is reached as well as the final one."""
+so the FRI layer round is reached as well as the final one. The "composition tree" round runs
+only where the planner recomputes a composition tree, which it does not for groups of row
+chunks: that site is reached by a Fibonacci table of 2^3 rows under a budget that makes the
+planner recompute its trees (:func:`recomputing`), which must give the keep-everything bytes."""
 
 import os
 import subprocess
@@ -17,10 +20,11 @@ import numpy as np
 import pytest
 
 import jaxstark as js
+from jaxstark.examples import EXAMPLES
 from jaxstark.examples.machine import RangeTable
 from jaxstark.memory import executor
 from jaxstark.memory.executor import FALLBACK_ENV
-from jaxstark.rounds import r4_fri_layer, registered
+from jaxstark.rounds import COMPOSITION_TREE, r4_fri_layer, registered
 from jaxstark.testing import faults
 from tests.attacks import Bytes  # one column sent to the "range" bus
 
@@ -34,9 +38,28 @@ def statement():
     return [(Bytes(), values[:, None]), (RangeTable(bits=3), np.stack([np.arange(8, dtype=np.uint64), counts], 1))]
 
 
-def config(hash_name: str) -> js.StarkConfig:
+def config(hash_name: str, **kw) -> js.StarkConfig:
     return js.StarkConfig(blowup=2, num_queries=6, grinding_bits=2, fri_final_degree=4, hash=hash_name,
-                          max_chunk_rows_log2=3, chunk_group=1)  # fmt: skip
+                          max_chunk_rows_log2=3, chunk_group=1, **kw)  # fmt: skip
+
+
+FIB = EXAMPLES["fibonacci"](3)  # (air, trace, public): a table whose trees may be recomputed
+
+
+def recomputing(hash_name: str) -> js.StarkConfig:
+    """``config(hash_name)`` recomputing trees only, under the smallest device set that reaches
+    for :data:`FIB`: its composition tree is then built in a round of its own."""
+    least = js.plan(FIB[0], FIB[1], config(hash_name, held_strategies=("recompute",), vram_budget_mb=1 / 2**20))
+    c = config(hash_name, held_strategies=("recompute",), vram_budget_mb=least.peak / 2**20)
+    assert COMPOSITION_TREE in {r.name for r in js.plan(FIB[0], FIB[1], c).rounds}
+    return c
+
+
+def prove_recomputing(hash_name: str):
+    return js.prove(FIB[0], FIB[1], FIB[2], recomputing(hash_name))
+
+
+SITES = [site for site in faults.SITES if site != COMPOSITION_TREE]  # (that one: the tests at the end)
 
 
 def verifies(proof, hash_name: str) -> bool:
@@ -47,6 +70,7 @@ def verifies(proof, hash_name: str) -> bool:
 def _one_large_fri_layer():
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(r4_fri_layer, "SCAN_LAYERS_BELOW_CPU", 8)
+        mp.setattr(executor, "PARK_MIN_BYTES", 0)  # the trees of 2^3 rows may be recomputed
         yield
 
 
@@ -59,24 +83,28 @@ def _domain_tables_copied_in_every_proof():
 
 @pytest.fixture(scope="module", params=HASHES)
 def reference(request):
-    """The proof without faults, per hash; every site is reached on the way."""
+    """The proof without faults, per hash, and a Fibonacci proof recomputing trees (the same
+    bytes as keeping them; returned); every site is reached on the way."""
     faults.reset()
     proof = js.prove(statement(), config=config(request.param))
+    again = prove_recomputing(request.param)
+    assert again.to_bytes() == js.prove(*FIB, config(request.param)).to_bytes()
     calls = {site: n for site, (n, fires) in faults.counters().items()}
-    return request.param, proof.to_bytes(), calls
+    return request.param, proof.to_bytes(), calls, again.to_bytes()
 
 
 def test_every_registered_site_is_reached_for_every_hash(reference):
     """A site no proof reaches (say a hook that one hash's path lacks) would fail here."""
-    hash_name, _, calls = reference
+    hash_name, _, calls, _ = reference
     unreached = [site for site, n in calls.items() if n == 0]
     assert not unreached, f"{hash_name}: sites never reached: {unreached}"
 
 
 def test_every_dispatch_point_is_a_registered_site(reference):
-    hash_name, _, _ = reference
-    plan = js.plan([(air, trace) for air, trace in statement()], config=config(hash_name))
-    names = {registered(r.name).name for r in plan.rounds}
+    hash_name = reference[0]
+    tables = [(air, trace) for air, trace in statement()]
+    rounds = [*js.plan(tables, config=config(hash_name)).rounds, *js.plan(*FIB[:2], recomputing(hash_name)).rounds]
+    names = {registered(r.name).name for r in rounds}
     assert names == set(faults.ROUNDS)  # every round the schedule dispatches, and no stale site
     staged = {stage for name in names for stage in faults.stages(name, fri_layers=1)}
     assert staged == set(faults.STAGES)  # every stage runs in some round
@@ -84,7 +112,7 @@ def test_every_dispatch_point_is_a_registered_site(reference):
         faults.reached("a round nobody registered")
 
 
-@pytest.mark.parametrize("site", list(faults.SITES))
+@pytest.mark.parametrize("site", SITES)
 def test_a_fault_in_production_posture_is_loud_and_names_the_site(reference, site, monkeypatch):
     hash_name = reference[0]
     monkeypatch.delenv(FALLBACK_ENV, raising=False)
@@ -98,9 +126,9 @@ def test_a_fault_in_production_posture_is_loud_and_names_the_site(reference, sit
         assert fact in exc.value.diagnostic, fact
 
 
-@pytest.mark.parametrize("site", list(faults.SITES))
+@pytest.mark.parametrize("site", SITES)
 def test_a_fault_under_the_test_only_fallback_still_gives_a_proof_that_verifies(reference, site, monkeypatch):
-    hash_name, clean, _ = reference
+    hash_name, clean, _, _ = reference
     monkeypatch.setenv(FALLBACK_ENV, "1")
     before = faults.counters()[site][1]
     with faults.inject(site):
@@ -108,6 +136,22 @@ def test_a_fault_under_the_test_only_fallback_still_gives_a_proof_that_verifies(
     assert faults.counters()[site][1] == before + 1  # the fault fired, once
     assert verifies(proof, hash_name)
     assert proof.to_bytes() == clean  # the host did the same work
+
+
+def test_a_fault_in_the_composition_tree_round_is_loud_or_recomputed_on_the_host(reference, monkeypatch):
+    """The "composition tree" site (a Fibonacci table recomputing its trees): loud in the
+    production posture; under the test-only fallback, the same bytes."""
+    hash_name, _, _, clean = reference
+    monkeypatch.delenv(FALLBACK_ENV, raising=False)
+    with faults.inject(COMPOSITION_TREE), pytest.raises(js.DeviceFailure) as exc:
+        prove_recomputing(hash_name)
+    assert f"at site {COMPOSITION_TREE!r}" in str(exc.value) and "round 'composition tree'" in exc.value.diagnostic
+    monkeypatch.setenv(FALLBACK_ENV, "1")
+    before = faults.counters()[COMPOSITION_TREE][1]
+    with faults.inject(COMPOSITION_TREE):
+        proof = prove_recomputing(hash_name)
+    assert faults.counters()[COMPOSITION_TREE][1] == before + 1
+    assert proof.to_bytes() == clean and js.verify(FIB[0], proof, FIB[2], recomputing(hash_name))
 
 
 def test_one_shot_and_sticky_arming_count_calls_from_arming(monkeypatch):

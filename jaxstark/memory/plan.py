@@ -418,40 +418,44 @@ def _held_strategies(p: Plan, airs, log_ns, config, device, host, may_park: bool
     fit, take the candidate that frees the most bytes from the binding round -- a tree it holds
     or builds (recomputed, when allowed: the copies a parked tree costs are more than one tree
     build; :attr:`jaxstark.rounds.Round.trees`), or another buffer it holds without taking it
-    (parked) -- and plan again. Parking compiles nothing new; recomputing compiles the variant
+    (parked) -- and plan again, keeping the step only if the binding round shrank (or another
+    round, no larger, binds now). Parking compiles nothing new; recomputing compiles the variant
     of the round that built the tree and of its openings. Returns the first plan that fits,
     else the one whose binding round is smallest against its budget."""
 
     def ratio(q: Plan) -> float:
         return q.binding.total / q.budgets[q.binding.device].bytes
 
-    best, park, recompute = p, set(), {}
+    best, park, recompute, tried = p, set(), {}, set()
     trees = dict(p.recomputable) if may_recompute else {}
     while not p.fits:
         r = p.binding
         candidates = []
         for n, b in r.resident:
-            if n in park or n in recompute:
+            if n in park or n in recompute or n in tried:
                 continue
             if n in trees:
                 candidates.append((b, 1, n))
             elif may_park and n in p.parkable:
                 candidates.append((b, 0, n))
         built_here = held_name(r.table, r.name) + "["
-        candidates += [(b, 1, n) for n, b in trees.items() if n.startswith(built_here) and n not in recompute]
+        candidates += [(b, 1, n) for n, b in trees.items()
+                       if n.startswith(built_here) and n not in recompute and n not in tried]  # fmt: skip
         if not candidates:
             break
         b, tree, n = max(candidates)
-        if tree:
-            recompute[n] = b
-        else:
-            park.add(n)
-        p = _plan_units(airs, log_ns, config, device, p.chunks, p.groups, host, frozenset(park), dict(recompute))
+        tried.add(n)
+        more_park, more_recompute = (park, {**recompute, n: b}) if tree else (park | {n}, recompute)
+        q = _plan_units(airs, log_ns, config, device, p.chunks, p.groups, host, frozenset(more_park), more_recompute)
+        same = (q.binding.table, q.binding.name) == (r.table, r.name)
+        if ratio(q) > ratio(p) or (same and q.binding.total >= r.total):
+            continue  # it did not shrink the binding round (a tree built there may stay a temporary): not kept
+        p, park, recompute = q, more_park, more_recompute
         if may_recompute:
             trees.update((k, v) for k, v in p.recomputable.items() if k not in trees)
         if p.fits or ratio(p) < ratio(best):
             best = p
-    return dataclasses.replace(best, recomputable=trees)
+    return dataclasses.replace(best, recomputable=trees if may_recompute else best.recomputable)
 
 
 def _splits(air: AIR, log_rows: int, config: StarkConfig) -> bool:

@@ -65,6 +65,8 @@ def out_of_domain(
     g = jnp.asarray(np.uint64(gl.root_of_unity(log_n)))
     zg = fext._mul_base(z, g)
     n = trace_coeffs.shape[0]
+    if not isinstance(blocks, int) or not 1 <= blocks <= n or n % blocks:
+        raise ValueError(f"out_of_domain: blocks must be an int dividing the {n} coefficients, got {blocks!r}")
     ext_aux = None if aux_coeffs is None else aux_coeffs.reshape(n, -1, 3)
     rows = n // blocks
     # the powers of z and z w as one table, which every evaluation below reads (one powers
