@@ -17,7 +17,7 @@ LOG2_FIELD = 3 * math.log2(2**64 - 2**32 + 1)  # log2 |F| of the cubic extension
 # Cap on the claimed level: the field size less 64 bits of slack for the out-of-domain and
 # constraint-combination terms, whose error grows with the polynomial degrees (< 2^64).
 FIELD_CAP_BITS = FIELD_BITS - 64
-HELD_STRATEGIES = ("park", "recompute")  # what StarkConfig.held_strategies may name (jaxstark.memory.plan)
+HELD_STRATEGIES = ("park", "recompute", "blocks")  # what StarkConfig.held_strategies may name (jaxstark.memory.plan)
 
 
 class StarkConfig(eqx.Module):
@@ -53,8 +53,10 @@ class StarkConfig(eqx.Module):
       tree, a FRI layer) when keeping them all on the device does not fit: ``"recompute"`` -- a
       Merkle tree is not kept after the round that built it (only its root) and is built again
       from its matrix where it is opened; ``"park"`` -- copy it to host memory after the round
-      that made it and back for each round that takes it (default ``("park", "recompute")``);
-      ``()`` keeps everything on the device and refuses what does not fit.
+      that made it and back for each round that takes it; ``"blocks"`` -- a round that sums over
+      the rows (out-of-domain, DEEP) runs in more blocks of rows one after another, so that its
+      temporaries are a block's (default all three); ``()`` keeps everything as it is and
+      refuses what does not fit.
     """
 
     blowup: int = eqx.field(static=True, default=4)
@@ -66,7 +68,7 @@ class StarkConfig(eqx.Module):
     device_row_floor_log2: int = eqx.field(static=True, default=8)
     max_chunk_rows_log2: int | str | None = eqx.field(static=True, default=None)
     chunk_group: int | None = eqx.field(static=True, default=None)
-    held_strategies: tuple[str, ...] = eqx.field(static=True, default=("park", "recompute"))
+    held_strategies: tuple[str, ...] = eqx.field(static=True, default=("park", "recompute", "blocks"))
 
     def __check_init__(self) -> None:
         b = self.blowup

@@ -170,7 +170,7 @@ def prove(
     park = frozenset(name for name, _, _ in the_plan.parked)
     recompute = frozenset(name for name, _, _ in the_plan.recomputed)
     runner = Runner(the_plan.devices, the_plan.default_device, the_plan.diagnostic, the_plan.meshes, watch, shapes,
-                    park, recompute)  # fmt: skip
+                    park, recompute, dict(the_plan.row_blocks))  # fmt: skip
     traces = [t for t, _, _ in checked]
     publics = tuple(p for _, _, p in checked)
     chunks, groups = the_plan.chunks, the_plan.groups

@@ -228,7 +228,7 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
         comp = dataclasses.replace(comp, nodes=nodes)
     ood, tr = _run(
         ex, i, OUT_OF_DOMAIN, (r1.coeffs, aux_coeffs, comp.parts_coeffs, tr), config, grp(b, no_aux, b, b),
-        log_n=domain.log_n, blocks=r3_ood.row_blocks(domain.n, ex.device(i).platform),
+        log_n=domain.log_n, blocks=ex.row_blocks(i, OUT_OF_DOMAIN, r3_ood.row_blocks(domain.n, ex.device(i).platform)),
     )  # fmt: skip
     ex.drop((r1.coeffs, aux_coeffs, comp.parts_coeffs))  # their last use
     deep = (domain, r1.lde, aux_lde, comp.parts_lde, ood, tr), grp(None, b, no_aux, b, b, b)
@@ -316,7 +316,7 @@ def _fri(ex, i, deep: tuple, config: StarkConfig, domain, layer_axes, final_axes
     and the final polynomial in one. Each layer's input is dropped once the next dispatch has it
     -- by the planner, and here, where the only reference to it is ``f``. Returns every layer's
     commitment as the queries open it, and the transcript."""
-    blocks = r4_deep.row_blocks(domain.size, ex.device(i).platform)
+    blocks = ex.row_blocks(i, DEEP, r4_deep.row_blocks(domain.size, ex.device(i).platform))
     f, tr = _run(ex, i, DEEP, deep[0], config, deep[1], blocks=blocks)
     layers = fri_num_layers(domain.log_n, config.fri_final_degree)
     big = layers if tr.annotated else r4_fri_layer.large_layers(domain.size, layers, ex.device(i).platform)

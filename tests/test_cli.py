@@ -294,7 +294,7 @@ def test_keep_held_forbids_parking(command):
     args = ap.parse_args([command, "--example", "fibonacci", "--keep-held"])
     assert config_from(args, ap).held_strategies == ()
     args = ap.parse_args([command, "--example", "fibonacci"])
-    assert config_from(args, ap).held_strategies == js.StarkConfig().held_strategies == ("park", "recompute")
+    assert config_from(args, ap).held_strategies == js.StarkConfig().held_strategies == ("park", "recompute", "blocks")
     given = {"recompute": ("recompute",), "park": ("park",), "none": (), "recompute,park": ("recompute", "park")}
     for text, want in given.items():
         args = ap.parse_args([command, "--example", "fibonacci", "--held-strategies", text])

@@ -509,6 +509,31 @@ def test_recomputing_trees_fits_what_keeping_them_does_not(fib, monkeypatch):
     assert js.verify(air, proof, public, cfg())
 
 
+def test_more_row_blocks_fit_a_round_whose_own_temporaries_bind(monkeypatch):
+    """ "blocks" alone: ALU 2^6 (with its bus) binds at the out-of-domain round, whose
+    temporaries are most of it; under a budget just above the next largest round the planner
+    runs that round in more blocks of coefficients (blocks of 8 rows allowed here), says so,
+    and the proof is the keep-everything proof's bytes."""
+    from jaxstark import rounds
+
+    monkeypatch.setattr(rounds, "MIN_BLOCK_ROWS", 8)
+    air, trace, public = EXAMPLES["alu"](6)
+    base = dict(blowup=2, grinding_bits=2, num_queries=8)
+    keep = js.plan(air, trace, js.StarkConfig(**base))
+    assert keep.binding.name == "out-of-domain" and not keep.row_blocks
+    second = max(r.total for r in keep.rounds if r is not keep.binding)
+    config = js.StarkConfig(**base, vram_budget_mb=(second + 1) / 2**20, held_strategies=("blocks",))
+    p = js.plan(air, trace, config)
+    assert p.fits and p.row_blocks == (("table 0: out-of-domain", 8),) and not p.parked and not p.recomputed
+    assert "table 0: out-of-domain in 8 blocks of rows" in str(p)
+    assert p.to_dict()["row_blocks"] == [dict(round="table 0: out-of-domain", blocks=8)]
+    with pytest.raises(js.DeviceBudgetExceeded, match="allow more row blocks"):
+        js.plan(air, trace, js.StarkConfig(**base, vram_budget_mb=(second + 1) / 2**20, held_strategies=())).admit()
+    proof = js.prove(air, trace, public, config)
+    assert proof.to_bytes() == js.prove(air, trace, public, js.StarkConfig(**base)).to_bytes()
+    assert js.verify(air, proof, public, js.StarkConfig(**base))
+
+
 def test_a_table_that_cannot_be_chunked_proves_under_half_its_keep_everything_set():
     """Fibonacci (boundary constraints: it cannot be split into row chunks) at 2^16 rows @
     blowup 2, under a budget of half its keep-everything device set, with the default

@@ -507,10 +507,11 @@ class _Executor:
     concrete = False
 
     def __init__(self, devices: dict[int, jax.Device], default: jax.Device, meshes: dict[int, Mesh] | None = None,
-                 recompute: frozenset = frozenset()):  # fmt: skip
+                 recompute: frozenset = frozenset(), blocks: dict | None = None):  # fmt: skip
         self.devices, self.default = devices, default
         self.meshes = meshes or {}  # unit -> the devices its group of row chunks is spread over
         self.recompute = recompute  # held names of the trees built again where they are opened
+        self.blocks = dict(blocks or {})  # held_name(unit, round) -> the row blocks the plan runs it in
 
     def device(self, table: int | None) -> jax.Device:
         """The unit's device (the first of its mesh when it is spread)."""
@@ -550,6 +551,11 @@ class _Executor:
         prefix = held_name(table, name)
         return frozenset(n[len(prefix) :] for n in self.recompute if n.startswith(prefix + "["))
 
+    def row_blocks(self, table: int | None, name: str, default: int) -> int:
+        """How many blocks of rows round ``name`` of unit ``table`` runs in: the plan's choice
+        (:attr:`~jaxstark.rounds.Round.blocked`), else ``default`` (the platform's)."""
+        return self.blocks.get(held_name(table, name), default)
+
     def recomputes(self, table: int | None, name: str, tree: str = "nodes") -> bool:
         """Whether the plan recomputes output ``tree`` of round ``name`` of unit ``table``."""
         return f"{held_name(table, name)}[0].{tree}" in self.recompute
@@ -581,8 +587,9 @@ class Planner(_Executor):
     """Runs the schedule on abstract values, compiling each round and recording its memory."""
 
     def __init__(self, devices, default, meshes=None, park: frozenset = frozenset(),
-                 recompute: frozenset = frozenset()):  # fmt: skip
-        super().__init__(devices, default, meshes, recompute)
+                 recompute: frozenset = frozenset(), blocks: dict | None = None):  # fmt: skip
+        super().__init__(devices, default, meshes, recompute, blocks)
+        self.blocked: dict[str, tuple[int, int]] = {}  # held_name(unit, round) -> (its row blocks, the most)
         self.park = park  # names of held outputs parked in host memory between the rounds that take them
         self.parkable: dict[str, int] = {}  # held round outputs that may be parked -> bytes
         self.recomputable: dict[str, int] = {}  # held trees that may be recomputed -> bytes
@@ -631,6 +638,9 @@ class Planner(_Executor):
         takes a group of row chunks along these axes of its arguments -- run it under ``vmap``
         (unless ``vmap`` is False: the round batches itself) and, when the unit is spread over
         a mesh, split those arguments over its devices."""
+        spec = registered(name)
+        if spec is not None and spec.blocked is not None and axes is None:
+            self.blocked[held_name(table, name)] = (static["blocks"], spec.blocked(args))
         fn, static, shardings, describe = self._round(table, name, fn, args, static, axes, vmap)
         start = time.perf_counter()
         exe, fresh = _compiled(fn, static, args, shardings, name, describe, defer=True)
@@ -677,7 +687,6 @@ class Planner(_Executor):
         out = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=s.sharding), exe.out_info)
         prefix = held_name(table, name)
         self.hold(prefix, out, table)
-        spec = registered(name)
         trees = {f"{prefix}[0].{f}" for f in spec.trees} if spec is not None and axes is None else set()
         for leaf_name, leaf in _named_leaves(prefix, out):
             if _nbytes(leaf) >= PARK_MIN_BYTES:
@@ -734,8 +743,8 @@ class Runner(_Executor):
 
     def __init__(self, devices, default, diagnostic: Callable[[int | None, str], str], meshes=None, progress=None,
                  shapes: frozenset = frozenset(), park: frozenset = frozenset(),
-                 recompute: frozenset = frozenset()):  # fmt: skip
-        super().__init__(devices, default, meshes, recompute)
+                 recompute: frozenset = frozenset(), blocks: dict | None = None):  # fmt: skip
+        super().__init__(devices, default, meshes, recompute, blocks)
         self.park = park  # the plan's parked outputs (by held name)
         self._parked: dict[int, tuple[int | None, object, np.ndarray]] = {}  # id(array) -> (unit, array, host copy)
         # device copies of the domain tables are kept for the next proof of the same shapes on the

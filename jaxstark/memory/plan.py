@@ -105,6 +105,10 @@ class Plan:
     recomputed: tuple[tuple[str, int, str], ...] = ()
     recomputable: dict[str, int] = dataclasses.field(default_factory=dict, repr=False)  # trees -> bytes
     may_recompute: bool = True  # StarkConfig.held_strategies allowed recomputing
+    # rounds run in more blocks of rows than their platform's default: (held_name(unit, round), blocks)
+    row_blocks: tuple[tuple[str, int], ...] = ()
+    blockable: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict, repr=False)  # -> (now, most)
+    may_block: bool = True  # StarkConfig.held_strategies allowed more row blocks
 
     def chunking(self, table: int) -> str:
         """How statement table ``table`` is split, in words ('' when whole)."""
@@ -175,6 +179,7 @@ class Plan:
             host_traces=list(self.host_traces),
             parked=[dict(buffer=n, bytes=b, copies_in=k) for n, b, k in self.parked],
             recomputed=[dict(buffer=n, bytes=b, rebuilt_in=w) for n, b, w in self.recomputed],
+            row_blocks=[dict(round=n, blocks=k) for n, k in self.row_blocks],
             rounds=rounds,
         )
 
@@ -193,9 +198,10 @@ class Plan:
 
     def held_strategy(self) -> str:
         """What the plan does with the buffers held between rounds, in words."""
-        if not self.parked and not self.recomputed:
+        if not self.parked and not self.recomputed and not self.row_blocks:
             return "held buffers: all kept on the device"
-        lines = []
+        lines = [f"round in row blocks: {n} in {k} blocks of rows, one after another (its temporaries a block's)"
+                 for n, k in self.row_blocks]  # fmt: skip
         if self.recomputed:
             total = sum(b for _, b, _ in self.recomputed)
             lines.append(f"held buffers: {len(self.recomputed)} tree(s) recomputed ({_size(total)} not held; each "
@@ -227,6 +233,9 @@ class Plan:
         if self.recomputed:
             names = ", ".join(n for n, _, _ in self.recomputed)
             lines.append(f"  with {len(self.recomputed)} tree(s) recomputed where they are opened: {names}")
+        if self.row_blocks:
+            names = ", ".join(f"{n} ({k})" for n, k in self.row_blocks)
+            lines.append(f"  with round(s) in more blocks of rows: {names}")
         return "\n".join(lines)
 
     def admit(self) -> None:
@@ -259,10 +268,12 @@ class Plan:
         shrunk the plan ('' when nothing was forbidden or there was nothing to apply it to)."""
         park = not self.may_park and bool(self.parkable)
         recompute = not self.may_recompute and bool(self.recomputable)
-        if not (park or recompute):
+        block = not self.may_block and any(now < most for now, most in self.blockable.values())
+        if not (park or recompute or block):
             return ""
         what = " or ".join(w for w, x in (("parking held buffers in host memory", park),
-                                           ("recomputing held trees", recompute)) if x)  # fmt: skip
+                                           ("recomputing held trees", recompute),
+                                           ("more row blocks", block)) if x)  # fmt: skip
         return f", allow {what} (StarkConfig.held_strategies)"
 
     def __str__(self) -> str:
@@ -321,8 +332,8 @@ def _placement(us, airs, config: StarkConfig, default: jax.Device, spread: tuple
 
 
 def _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order, host, park,
-                 recompute) -> Planner:  # fmt: skip
-    planner = Planner(devices, default, meshes, park, recompute)
+                 recompute, blocks) -> Planner:  # fmt: skip
+    planner = Planner(devices, default, meshes, park, recompute, blocks)
     u64 = jnp.uint64
     traces = [jax.ShapeDtypeStruct((1 << log_n, air.width), u64) for air, log_n in zip(airs, log_ns, strict=True)]
     publics = tuple(jax.ShapeDtypeStruct((air.num_public_inputs,), u64) for air in airs)
@@ -372,9 +383,11 @@ def plan_checked(
             p = _plan_checked(airs, log_ns, config, (default, spread), chunks, fixed, host)
             may_park = "park" in config.held_strategies and jax.process_count() == 1
             may_recompute = "recompute" in config.held_strategies
-            if not p.fits and (may_park or may_recompute):
-                p = _held_strategies(p, airs, log_ns, config, (default, spread), host, may_park, may_recompute)
-            p = dataclasses.replace(p, may_park=may_park, may_recompute=may_recompute)
+            may_block = "blocks" in config.held_strategies
+            if not p.fits and (may_park or may_recompute or may_block):
+                p = _held_strategies(p, airs, log_ns, config, (default, spread), host, may_park, may_recompute,
+                                     may_block)  # fmt: skip
+            p = dataclasses.replace(p, may_park=may_park, may_recompute=may_recompute, may_block=may_block)
             _PLANS[key] = p
         finally:
             PLANNING.reset(token)
@@ -413,44 +426,53 @@ def _plan_checked(airs, log_ns, config, device, chunks, fixed, host) -> Plan:
         current[t] = k
 
 
-def _held_strategies(p: Plan, airs, log_ns, config, device, host, may_park: bool, may_recompute: bool) -> Plan:
-    """The plan with held buffers recomputed or parked, chosen greedily: while the plan does not
-    fit, take the candidate that frees the most bytes from the binding round -- a tree it holds
-    or builds (recomputed, when allowed: the copies a parked tree costs are more than one tree
-    build; :attr:`jaxstark.rounds.Round.trees`), or another buffer it holds without taking it
-    (parked) -- and plan again, keeping the step only if the binding round shrank (or another
-    round, no larger, binds now). Parking compiles nothing new; recomputing compiles the variant
-    of the round that built the tree and of its openings. Returns the first plan that fits,
-    else the one whose binding round is smallest against its budget."""
+def _held_strategies(p: Plan, airs, log_ns, config, device, host, may_park: bool, may_recompute: bool,
+                     may_block: bool) -> Plan:  # fmt: skip
+    """The plan with held buffers recomputed or parked and rounds in more row blocks, chosen
+    greedily: while the plan does not fit, take the candidate that frees the most bytes from
+    the binding round -- a tree it holds or builds (recomputed, when allowed: the copies a
+    parked tree costs are more than one tree build; :attr:`jaxstark.rounds.Round.trees`),
+    another buffer it holds without taking it (parked), or, for a round that sums over its rows
+    (:attr:`jaxstark.rounds.Round.blocked`), 8 times its row blocks (up to the most; counted as
+    the share of its temporaries that would go) -- and plan again, keeping the step only if the
+    binding round shrank (or another round, no larger, binds now). Parking compiles nothing new;
+    recomputing compiles the variant of the round that built the tree and of its openings, more
+    row blocks the round again. Returns the first plan that fits, else the one whose binding
+    round is smallest against its budget."""
 
     def ratio(q: Plan) -> float:
         return q.binding.total / q.budgets[q.binding.device].bytes
 
-    best, park, recompute, tried = p, set(), {}, set()
+    best, park, recompute, blocks, tried = p, set(), {}, {}, set()
     trees = dict(p.recomputable) if may_recompute else {}
     while not p.fits:
         r = p.binding
-        candidates = []
+        candidates = []  # (bytes it frees from the binding round, kind, name, blocks)
         for n, b in r.resident:
             if n in park or n in recompute or n in tried:
                 continue
             if n in trees:
-                candidates.append((b, 1, n))
+                candidates.append((b, "recompute", n, 0))
             elif may_park and n in p.parkable:
-                candidates.append((b, 0, n))
-        built_here = held_name(r.table, r.name) + "["
-        candidates += [(b, 1, n) for n, b in trees.items()
-                       if n.startswith(built_here) and n not in recompute and n not in tried]  # fmt: skip
+                candidates.append((b, "park", n, 0))
+        here = held_name(r.table, r.name)
+        candidates += [(b, "recompute", n, 0) for n, b in trees.items()
+                       if n.startswith(here + "[") and n not in recompute and n not in tried]  # fmt: skip
+        now, most = p.blockable.get(here, (1, 1))
+        if may_block and now < most and (here, min(most, 8 * now)) not in tried:
+            k = min(most, 8 * now)
+            candidates.append((int(r.temporaries * (1 - now / k)), "blocks", here, k))
         if not candidates:
             break
-        b, tree, n = max(candidates)
-        tried.add(n)
-        more_park, more_recompute = (park, {**recompute, n: b}) if tree else (park | {n}, recompute)
-        q = _plan_units(airs, log_ns, config, device, p.chunks, p.groups, host, frozenset(more_park), more_recompute)
+        b, kind, n, k = max(candidates, key=lambda c: (c[0], c[1], c[2]))
+        tried.add((n, k) if kind == "blocks" else n)
+        more = (park | {n} if kind == "park" else park, {**recompute, n: b} if kind == "recompute" else recompute,
+                {**blocks, n: k} if kind == "blocks" else blocks)  # fmt: skip
+        q = _plan_units(airs, log_ns, config, device, p.chunks, p.groups, host, frozenset(more[0]), more[1], more[2])
         same = (q.binding.table, q.binding.name) == (r.table, r.name)
         if ratio(q) > ratio(p) or (same and q.binding.total >= r.total):
             continue  # it did not shrink the binding round (a tree built there may stay a temporary): not kept
-        p, park, recompute = q, more_park, more_recompute
+        p, (park, recompute, blocks) = q, more
         if may_recompute:
             trees.update((k, v) for k, v in p.recomputable.items() if k not in trees)
         if p.fits or ratio(p) < ratio(best):
@@ -521,10 +543,11 @@ def _one_group_fits(airs, log_ns, config, device, chunks, least, host) -> bool:
 
 
 def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozenset = frozenset(),
-                recompute: dict | None = None) -> Plan:  # fmt: skip
+                recompute: dict | None = None, blocks: dict | None = None) -> Plan:  # fmt: skip
     """The plan of these units (the best of a few table orders), with the buffers named in
-    ``park`` parked and the trees of ``recompute`` (name -> bytes when held) recomputed."""
-    recompute = recompute or {}
+    ``park`` parked, the trees of ``recompute`` (name -> bytes when held) recomputed and the
+    rounds of ``blocks`` (held_name(unit, round) -> row blocks) in those blocks."""
+    recompute, blocks = recompute or {}, blocks or {}
     us = units(tuple(log_ns), chunks, groups)
     unit_airs = tuple(airs[u.table] for u in us)
     default, spread = device
@@ -539,7 +562,7 @@ def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozen
 
     def run(order):
         return _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order, host, park,
-                            frozenset(recompute))  # fmt: skip
+                            frozenset(recompute), blocks)  # fmt: skip
 
     statement = tuple(range(len(us)))
     best_order, best = statement, run(statement)
@@ -564,7 +587,8 @@ def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozen
     recomputed = tuple((n, b, _rebuilt_in(n)) for n, b in sorted(recompute.items()))
     return Plan(tables, tuple(best.rounds), budgets, best_order, devices, default, tuple(chunks), tuple(groups), meshes,
                 host, parked, dict(best.parkable), recomputed=recomputed,
-                recomputable=dict(best.recomputable))  # fmt: skip
+                recomputable=dict(best.recomputable), row_blocks=tuple(sorted(blocks.items())),
+                blockable=dict(best.blocked))  # fmt: skip
 
 
 def _rebuilt_in(tree: str) -> str:

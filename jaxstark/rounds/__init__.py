@@ -93,6 +93,9 @@ class Round:
     trees: tuple[str, ...] = ()
     opened: str | None = None  # the commitment (OPENED) whose openings build such a tree again
     tree_round: str | None = None  # the round that builds the tree apart when it is recomputed
+    # a round computed in blocks of rows one after another (static "blocks"): the most blocks
+    # its arguments allow; the planner may raise the platform's default up to it
+    blocked: Callable[[tuple], int] | None = None
 
     def __post_init__(self) -> None:
         unknown = [s for s in (*self.stages, *self.layer_stages) if s not in STAGES]
@@ -130,6 +133,17 @@ def _fields(module_type) -> tuple[str, ...]:
 
 def _small_layers(args: tuple, static: dict) -> int:
     return args[2].s_inv.shape[-1]  # args[2]: the small layers' FriStep (a group axis first, under vmap)
+
+
+MIN_BLOCK_ROWS = 1 << 12  # a round the planner runs in more blocks of rows keeps at least this many per block
+
+
+def _ood_blocks(args: tuple) -> int:
+    return max(1, args[0].shape[0] // MIN_BLOCK_ROWS)  # args[0]: the trace coefficients (n rows)
+
+
+def _deep_blocks(args: tuple) -> int:
+    return max(1, args[1].shape[0] // MIN_BLOCK_ROWS)  # args[1]: the trace LDE (L rows)
 
 
 def fri_layer_name(k: int) -> str:
@@ -183,8 +197,9 @@ ROUNDS: dict[str, Round] = {
         Round(COMPOSITION_TREE, composition_tree, ("hash_name",), ("nodes",),
               "the composition parts' tree built apart, only its root kept (its tree recomputed)", ("tree build",)),
         Round(OUT_OF_DOMAIN, out_of_domain, ("log_n", "blocks"), _fields(OutOfDomain),
-              "every polynomial evaluated at the out-of-domain point"),
-        Round(DEEP, deep, ("blocks",), ("values",), "the DEEP sum over the LDE: FRI's first layer"),
+              "every polynomial evaluated at the out-of-domain point", blocked=_ood_blocks),
+        Round(DEEP, deep, ("blocks",), ("values",), "the DEEP sum over the LDE: FRI's first layer",
+              blocked=_deep_blocks),
         Round(FRI_LAYER, fri_layer, ("hash_name", "names"), _fields(FriLayer),
               "one large FRI layer: its tree, and its fold", ("tree build", "FRI fold"), trees=("nodes",),
               opened="FRI"),
