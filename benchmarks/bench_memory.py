@@ -65,6 +65,7 @@ def child(spec: str, phase: str) -> dict:
     stats = dev.memory_stats() or {}
     out.update(plan_s=time.perf_counter() - t, predicted=plan.peak, binding=plan.binding.name, fits=plan.fits,
                parked=[[n, b, k] for n, b, k in plan.parked], recomputed=[[n, b, w] for n, b, w in plan.recomputed],
+               row_blocks=[[n, k] for n, k in plan.row_blocks],
                bytes_limit=stats.get("bytes_limit", 0), peak_after_plan=stats.get("peak_bytes_in_use", 0),
                budget=plan.budgets[plan.binding.device].bytes)  # fmt: skip
     if plan.parked or plan.recomputed or not plan.fits:  # the keep-everything set (its programs are compiled)

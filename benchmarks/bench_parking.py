@@ -43,7 +43,8 @@ def _cells(r: dict) -> str:
 
 def _strategies(r: dict) -> list[str]:
     out = [f"    recomputed {n:40} {b:15,d} B, built again in {w!r}" for n, b, w in r.get("recomputed", [])]
-    return out + [f"    parked     {n:40} {b:15,d} B, copied back {k}x" for n, b, k in r.get("parked", [])]
+    out += [f"    parked     {n:40} {b:15,d} B, copied back {k}x" for n, b, k in r.get("parked", [])]
+    return out + [f"    row blocks {n:40} {k:15,d} blocks" for n, k in r.get("row_blocks", [])]
 
 
 def main(argv=None) -> int:
