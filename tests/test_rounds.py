@@ -38,6 +38,9 @@ class _Direct:
     def device(self, table):
         return jax.devices("cpu")[0]
 
+    def row_blocks(self, table, name, default):
+        return default
+
 
 def deep_fri(domain, trace_lde, aux_lde, parts_lde, ood, tr, config):
     """DEEP, then the FRI commit phase, as the schedule dispatches them."""
