@@ -27,6 +27,10 @@ already absorbed), so the tree is one of the round's temporaries instead of an o
 openings; the openings round builds it again from the matrix it commits to
 (:mod:`jaxstark.rounds.r5_openings`). The same function computes both, so the roots, paths and
 proof are the same bytes; the price is one more tree build per recomputed tree.
+
+**Row blocks** (``blocks``: ``held_name(unit, round)`` -> blocks): a round that sums over its
+rows (:attr:`jaxstark.rounds.Round.blocked`) gets that many blocks as its static ``blocks``
+(:meth:`_Executor.row_blocks`, which the schedule asks) instead of its platform's default.
 """
 
 from __future__ import annotations
