@@ -221,6 +221,7 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
     comp, tr = _run(
         ex, i, COMPOSITION, (domain, r1.lde, aux_lde, logup, public, tr), config,
         grp(None, b, no_aux, None if aux is None else (None, b), None, b), air=air, tree=tree,
+        blocks=ex.row_blocks(i, COMPOSITION, 1),
     )  # fmt: skip
     if not tree:
         nodes, tr = _run(ex, i, COMPOSITION_TREE, (comp.parts_lde, tr), config, grp(b, b))

@@ -75,6 +75,7 @@ def test_round_outputs_have_the_documented_shapes():
     )
     tr = fork_table(tr, jnp.uint64(0))
 
+    tr_before_comp = tr
     comp, tr = composition(
         domain, r1.lde, aux.lde, (challenges, aux.sums), public_array(air, public), tr, air=air, hash_name=cfg.hash
     )
@@ -83,6 +84,12 @@ def test_round_outputs_have_the_documented_shapes():
         [(n, parts, 3), (size, parts, 3), (2 * size, 32), ()],
     )
     assert not bool(comp.excess)
+    # the constraints in blocks of LDE rows (the planner's choice when the round binds): the same round
+    blocked = composition(
+        domain, r1.lde, aux.lde, (challenges, aux.sums), public_array(air, public), tr_before_comp, air=air,
+        hash_name=cfg.hash, blocks=4,
+    )  # fmt: skip
+    chex.assert_trees_all_equal(blocked, (comp, tr))
 
     tr_before_ood = tr
     ood, tr = out_of_domain(r1.coeffs, aux.coeffs, comp.parts_coeffs, tr, log_n=log_n)
@@ -217,3 +224,24 @@ def test_out_of_domain_sums_match_horner_on_integers(blocks, with_aux):
     ext_aux = [] if aux is None else aux.reshape(n, a, 3).transpose(1, 0, 2).tolist()
     assert np.asarray(ood.aux_z).tolist() == each(ext_aux, z)
     assert np.asarray(ood.aux_zg).tolist() == each(ext_aux, zg)
+
+
+def test_composition_in_row_blocks_with_periodic_columns_is_the_same_round():
+    """An AIR with a periodic column (and boundary constraints): the composition round with its
+    constraints in blocks of LDE rows equals the round in one piece."""
+    from tests.test_stark import Stepper, stepper_trace
+
+    air, log_n, blowup = Stepper(), 5, 2
+    trace = jnp.asarray(stepper_trace(log_n))
+    domain = make_domain(log_n, blowup)
+    cfg = js.StarkConfig(blowup=blowup)
+    tr = initial_transcript((public_array(air, ()),), airs=(air,), config=cfg, log_ns=(log_n,))
+    r1, tr = trace_commit(trace, domain, tr, hash_name=cfg.hash)
+    tr = fork_table(tr, jnp.uint64(0))
+    args = (domain, r1.lde, None, None, public_array(air, ()), tr)
+    whole = composition(*args, air=air, hash_name=cfg.hash)
+    assert not bool(whole[0].excess)
+    for blocks in (2, 8):
+        chex.assert_trees_all_equal(composition(*args, air=air, hash_name=cfg.hash, blocks=blocks), whole)
+    with pytest.raises(ValueError, match="blocks must be an int dividing the 64 LDE rows"):
+        composition(*args, air=air, hash_name=cfg.hash, blocks=3)

@@ -142,7 +142,7 @@ def _ood_blocks(args: tuple) -> int:
     return max(1, args[0].shape[0] // MIN_BLOCK_ROWS)  # args[0]: the trace coefficients (n rows)
 
 
-def _deep_blocks(args: tuple) -> int:
+def _deep_blocks(args: tuple) -> int:  # (the composition's too)
     return max(1, args[1].shape[0] // MIN_BLOCK_ROWS)  # args[1]: the trace LDE (L rows)
 
 
@@ -191,9 +191,9 @@ ROUNDS: dict[str, Round] = {
         Round(AUX_COMMIT_AGAIN, aux_commit_group, ("air", "hash_name"), _fields(AuxCommitment),
               "the same, recomputed for a group of row chunks", _AUX_STAGES, group_fn=aux_commit_group),
         Round(FORK, fork_table, (), (), "a table's (or chunk's) transcript forked"),
-        Round(COMPOSITION, composition, ("air", "hash_name", "tree"), _fields(Composition),
+        Round(COMPOSITION, composition, ("air", "hash_name", "tree", "blocks"), _fields(Composition),
               "the constraints over the LDE, the composition parts and their tree", _COMMIT_STAGES,
-              trees=("nodes",), opened="composition", tree_round=COMPOSITION_TREE),
+              trees=("nodes",), opened="composition", tree_round=COMPOSITION_TREE, blocked=_deep_blocks),
         Round(COMPOSITION_TREE, composition_tree, ("hash_name",), ("nodes",),
               "the composition parts' tree built apart, only its root kept (its tree recomputed)", ("tree build",)),
         Round(OUT_OF_DOMAIN, out_of_domain, ("log_n", "blocks"), _fields(OutOfDomain),

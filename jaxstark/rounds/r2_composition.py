@@ -77,7 +77,7 @@ def _ext_columns(a: Array) -> list[Val]:
     return [Val(a[:, 3 * j : 3 * j + 3], True) for j in range(a.shape[1] // 3)]
 
 
-@functools.partial(jax.jit, static_argnames=("air", "hash_name", "tree"), keep_unused=True)
+@functools.partial(jax.jit, static_argnames=("air", "hash_name", "tree", "blocks"), keep_unused=True)
 def composition(
     domain: Domain,
     lde: UInt64[Array, " L c"],
@@ -89,33 +89,60 @@ def composition(
     air: AIR,
     hash_name: str,
     tree: bool = True,
+    blocks: int = 1,
 ) -> tuple[Composition, Transcript]:
     """``logup`` is ``(challenges, bus sums)``; ``aux_lde`` and ``logup`` are ``None`` for a table
     without interactions. ``tree=False``: ``nodes`` is a zero ``(2, 32)`` placeholder and the
-    root is not absorbed (:func:`composition_tree` does both)."""
+    root is not absorbed (:func:`composition_tree` does both). ``blocks``: the constraints are
+    evaluated over that many blocks of LDE rows one after another (each row's value is its own,
+    and a batch inversion per block gives the same inverses), so that their temporaries are a
+    block's; the planner chooses it when the round binds (:attr:`jaxstark.rounds.Round.blocked`)."""
     n, b = domain.n, domain.blowup
     pub = [Val(public[i]) for i in range(public.shape[0])]
     tr, alphas = fs.composition_alphas(tr, air)
     xs = domain.points()
-    cur = [Val(lde[:, i]) for i in range(lde.shape[1])]
-    nxt_lde = jnp.roll(lde, -b, axis=0)
-    nxt = [Val(nxt_lde[:, i]) for i in range(lde.shape[1])]
-    periodic = [Val(v) for v in periodic_values(air, domain)]
+    size = lde.shape[0]
+    if not isinstance(blocks, int) or blocks < 1 or size % blocks or (size // blocks) % b:
+        raise ValueError(f"composition: blocks must be an int dividing the {size} LDE rows into multiples of {b}, "
+                         f"got {blocks!r}")  # fmt: skip
+    periodic = periodic_values(air, domain)
     # x^n on the coset takes blowup distinct values: offset^n * w_b^t for t mod b
     s_n = pow(domain.offset, n, gl.P)
     w_b = gl.root_of_unity(domain.log_blowup)
     inv_zn = np.array([pow((s_n * pow(w_b, t, gl.P) - 1) % gl.P, gl.P - 2, gl.P) for t in range(b)], np.uint64)
-    aux = None
-    if air.num_aux_columns:
-        (challenges, sums), aux_nxt = logup, jnp.roll(aux_lde, -b, axis=0)
-        aux = AuxFrame(
-            _ext_columns(aux_lde), _ext_columns(aux_nxt), Val(challenges[0], True), Val(challenges[1], True),
-            [Val(s, True) for s in sums],
-        )  # fmt: skip
-    acc = combine_constraints(
-        air, domain.log_n, Val(xs), Val(jnp.tile(jnp.asarray(inv_zn), n)), lambda d: Val(gl._batch_inv(d.v)),
-        cur, nxt, periodic, pub, [Val(alphas[i], True) for i in range(alphas.shape[0])], aux,
-    ).v  # fmt: skip
+    alpha_vals = [Val(alphas[i], True) for i in range(alphas.shape[0])]
+
+    def evaluate(x, cur_rows, nxt_rows, periodic_rows, aux_rows, aux_nxt):  # rows of the LDE -> (rows, 3)
+        aux = None
+        if air.num_aux_columns:
+            challenges, sums = logup
+            aux = AuxFrame(
+                _ext_columns(aux_rows), _ext_columns(aux_nxt), Val(challenges[0], True), Val(challenges[1], True),
+                [Val(s, True) for s in sums],
+            )  # fmt: skip
+        return combine_constraints(
+            air, domain.log_n, Val(x), Val(jnp.tile(jnp.asarray(inv_zn), x.shape[0] // b)),
+            lambda d: Val(gl._batch_inv(d.v)), [Val(cur_rows[:, i]) for i in range(cur_rows.shape[1])],
+            [Val(nxt_rows[:, i]) for i in range(nxt_rows.shape[1])], [Val(v) for v in periodic_rows], pub,
+            alpha_vals, aux,
+        ).v  # fmt: skip
+
+    has_aux = bool(air.num_aux_columns)
+    if blocks == 1:
+        acc = evaluate(xs, lde, jnp.roll(lde, -b, axis=0), periodic, aux_lde,
+                       jnp.roll(aux_lde, -b, axis=0) if has_aux else None)  # fmt: skip
+    else:  # block j: rows [j R, (j + 1) R), their next rows b further on (wrapping at the end)
+        rows = size // blocks
+
+        def block(j):
+            start = j * rows
+            ahead = (start + b + jnp.arange(rows)) % size
+            cut = lambda a: jax.lax.dynamic_slice_in_dim(a, start, rows)  # noqa: E731
+            return evaluate(cut(xs), cut(lde), jnp.take(lde, ahead, axis=0), [cut(v) for v in periodic],
+                            cut(aux_lde) if has_aux else None,
+                            jnp.take(aux_lde, ahead, axis=0) if has_aux else None)  # fmt: skip
+
+        acc = jax.lax.map(block, jnp.arange(blocks)).reshape(size, 3)
 
     parts = air.composition_parts
     coeffs = _coset_interpolate(acc, domain.big, domain.offset)
