@@ -53,9 +53,9 @@ class StarkConfig(eqx.Module):
       tree, a FRI layer) when keeping them all on the device does not fit: ``"recompute"`` -- a
       Merkle tree is not kept after the round that built it (only its root) and is built again
       from its matrix where it is opened; ``"park"`` -- copy it to host memory after the round
-      that made it and back for each round that takes it; ``"blocks"`` -- a round that sums over
-      the rows (out-of-domain, DEEP) runs in more blocks of rows one after another, so that its
-      temporaries are a block's (default all three); ``()`` keeps everything as it is and
+      that made it and back for each round that takes it; ``"blocks"`` -- a round that works row by
+      row (out-of-domain, DEEP, the composition's constraints) runs in more blocks of rows one
+      after another, so that its temporaries are a block's (default all three); ``()`` keeps everything as it is and
       refuses what does not fit.
     """
 

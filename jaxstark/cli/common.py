@@ -91,8 +91,8 @@ def add_memory(ap: argparse.ArgumentParser) -> None:
         metavar="LIST",
         help="what the planner may do with buffers held between rounds when keeping them does not fit: "
         f"comma-separated from {','.join(HELD_STRATEGIES)} (recompute: a tree is built again where it is "
-        "opened; park: copied to host memory and back; blocks: the out-of-domain and DEEP rounds in more "
-        "blocks of rows), or 'none' (default: "
+        "opened; park: copied to host memory and back; blocks: the out-of-domain, DEEP and composition "
+        "rounds in more blocks of rows), or 'none' (default: "
         f"{','.join(DEFAULTS.held_strategies)})",
     )
 
