@@ -68,7 +68,9 @@ def child(spec: str, phase: str) -> dict:
                row_blocks=[[n, k] for n, k in plan.row_blocks],
                bytes_limit=stats.get("bytes_limit", 0), peak_after_plan=stats.get("peak_bytes_in_use", 0),
                budget=plan.budgets[plan.binding.device].bytes)  # fmt: skip
-    if plan.parked or plan.recomputed or not plan.fits:  # the keep-everything set (its programs are compiled)
+    if (
+        plan.parked or plan.recomputed or plan.row_blocks or not plan.fits
+    ):  # the keep-everything set (its programs are compiled)
         import dataclasses
 
         keep = js.plan(air, trace, dataclasses.replace(config, held_strategies=()))

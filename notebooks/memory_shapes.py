@@ -78,8 +78,9 @@ fig.savefig(OUT / "memory_vs_rows.png", dpi=90)
 
 # %% [markdown]
 # Width at a fixed height (2^22 rows), and which round binds. The binding round moves from the
-# DEEP round (narrow tables: the DEEP sums over the LDE dominate; at blowup 2 the out-of-domain round for 8-13 columns) to the composition
-# round as the table widens (the constraint evaluation over the whole LDE).
+# DEEP round (narrow tables: the DEEP sums over the LDE dominate; at blowup 2 the out-of-domain
+# round for 8-13 columns) to the composition round as the table widens (the constraint
+# evaluation over the whole LDE).
 
 # %%
 widths = [2, 8, 13, 32, 62, 128, 316, 600]

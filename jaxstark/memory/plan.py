@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from jaxstark import transfer
+from jaxstark import rounds, transfer
 from jaxstark.air import AIR
 from jaxstark.chunking import chunk_group, units
 from jaxstark.config import StarkConfig
@@ -268,7 +268,8 @@ class Plan:
         shrunk the plan ('' when nothing was forbidden or there was nothing to apply it to)."""
         park = not self.may_park and bool(self.parkable)
         recompute = not self.may_recompute and bool(self.recomputable)
-        block = not self.may_block and any(now < most for now, most in self.blockable.values())
+        now, most = self.blockable.get(held_name(self.binding.table, self.binding.name), (1, 1))
+        block = not self.may_block and now < most  # the binding round could run in more row blocks
         if not (park or recompute or block):
             return ""
         what = " or ".join(w for w, x in (("parking held buffers in host memory", park),
@@ -376,7 +377,7 @@ def plan_checked(
     # shapes reuses it instead of walking the schedule again
     key = (tuple(airs), tuple(log_ns), config, default, spread, chunks, fixed, host,
            tuple(os.environ.get(name) for name in PLAN_ENV), transfer.settings(),
-           (r4_fri_layer.SCAN_LAYERS_BELOW, r4_fri_layer.SCAN_LAYERS_BELOW_CPU))  # fmt: skip
+           (r4_fri_layer.SCAN_LAYERS_BELOW, r4_fri_layer.SCAN_LAYERS_BELOW_CPU, rounds.MIN_BLOCK_ROWS))  # fmt: skip
     if key not in _PLANS:
         token = PLANNING.set(progress)
         try:

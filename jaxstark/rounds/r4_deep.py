@@ -10,7 +10,8 @@ With one extension challenge ``gamma`` and its powers ``g_k``,
 
 evaluated on the LDE (one batch inversion each for ``x - z`` and ``x - z w``) -- on the CPU in
 up to :data:`DEEP_BLOCKS` blocks of rows one after another, so that the round holds one block's
-temporaries. D has degree < n
+temporaries (on an accelerator in one piece, unless the planner asks for blocks because the
+round binds, :attr:`jaxstark.rounds.Round.blocked`). D has degree < n
 when every claimed OOD value is right. Its evaluations are FRI's first layer
 (:mod:`jaxstark.rounds.r4_fri_layer`).
 
@@ -91,6 +92,8 @@ def deep(
     (:func:`row_blocks`)."""
     c, parts = trace_lde.shape[1], parts_lde.shape[1]
     size = trace_lde.shape[0]
+    if not isinstance(blocks, int) or not 1 <= blocks <= size or size % blocks:
+        raise ValueError(f"deep: blocks must be an int dividing the {size} LDE rows, got {blocks!r}")
     aux_rows = jnp.zeros((size, 0, 3), jnp.uint64) if aux_lde is None else aux_lde.reshape(size, -1, 3)
     tr, gamma = fs.deep_gamma(tr)
     g_pows = fext._powers(gamma, num_deep_terms(c, parts, aux_rows.shape[1]))
