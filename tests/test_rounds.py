@@ -48,6 +48,8 @@ def deep_fri(domain, trace_lde, aux_lde, parts_lde, ood, tr, config):
     chex.assert_shape(f, (domain.size, 3))
     for blocks in (2, domain.size // 4):  # in blocks of rows, as on the CPU: the same values
         np.testing.assert_array_equal(deep(domain, trace_lde, aux_lde, parts_lde, ood, tr, blocks=blocks)[0], f)
+    with pytest.raises(ValueError, match="blocks must be an int dividing the"):
+        deep(domain, trace_lde, aux_lde, parts_lde, ood, tr, blocks=3)
     return _fri(_Direct(), 0, ((domain, trace_lde, aux_lde, parts_lde, ood, tr), None), config, domain, None, None)
 
 
