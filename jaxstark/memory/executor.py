@@ -442,23 +442,23 @@ def _describe(fn, static: dict, axes: tuple | None) -> str | None:
     base = f"{module}.{getattr(fn, '__qualname__', '?')}"
     if axes is None:
         return base
-    try:
-        bound = ";".join(f"{k}={compile_cache._static_text(v)}" for k, v in sorted(static.items()))
-    except compile_cache.Uncacheable:
-        return None
-    return f"vmap {axes!r} of {base} with {bound}"
+    bound = _bound_text(static)
+    return None if bound is None else f"vmap {axes!r} of {base} with {bound}"
 
 
 def _describe_trimmed(describe: str | None, static: dict, paths: frozenset) -> str | None:
     """What a round compiled by :func:`roots_only` is, for the lowered-program cache (its
     statics are bound into it, so the text carries them)."""
-    if describe is None:
-        return None
+    bound = None if describe is None else _bound_text(static)
+    return None if bound is None else f"roots only of {sorted(paths)!r} of {describe} with {bound}"
+
+
+def _bound_text(static: dict) -> str | None:
+    """The statics bound into a wrapped round, as text for its description (None: uncacheable)."""
     try:
-        bound = ";".join(f"{k}={compile_cache._static_text(v)}" for k, v in sorted(static.items()))
+        return ";".join(f"{k}={compile_cache._static_text(v)}" for k, v in sorted(static.items()))
     except compile_cache.Uncacheable:
         return None
-    return f"roots only of {sorted(paths)!r} of {describe} with {bound}"
 
 
 def _name(fn) -> str:

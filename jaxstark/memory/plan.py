@@ -27,9 +27,11 @@ rounds on the device does not fit, :func:`plan_checked` searches from that plan 
 bytes from the binding round -- a Merkle tree the binding round holds or builds is
 *recomputed* (its round returns only the root, the openings build it again from its matrix; one
 more tree build), any other held output the round does not take is *parked* in host memory
-(copied out once, back in for each round that takes it) -- and plans again; the first plan that
-fits is admitted, else the one with the smallest binding round is refused with what bound it.
-Neither changes the proof (:mod:`jaxstark.memory.executor`).
+(copied out once, back in for each round that takes it), and a round that works row by row
+(out-of-domain, DEEP, the composition's constraints) binding on its own temporaries runs in more
+*row blocks* -- and plans again; the first plan that fits is admitted, else the one with the
+smallest binding round is refused with what bound it. None of them changes the proof
+(:mod:`jaxstark.memory.executor`).
 """
 
 from __future__ import annotations
@@ -474,8 +476,8 @@ def _held_strategies(p: Plan, airs, log_ns, config, device, host, may_park: bool
         if ratio(q) > ratio(p) or (same and q.binding.total >= r.total):
             continue  # it did not shrink the binding round (a tree built there may stay a temporary): not kept
         p, (park, recompute, blocks) = q, more
-        if may_recompute:
-            trees.update((k, v) for k, v in p.recomputable.items() if k not in trees)
+        if may_recompute:  # trees a variant compiled since (their held sizes as first seen)
+            trees = {**p.recomputable, **trees}
         if p.fits or ratio(p) < ratio(best):
             best = p
     return dataclasses.replace(best, recomputable=trees if may_recompute else best.recomputable)

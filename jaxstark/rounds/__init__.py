@@ -142,7 +142,7 @@ def _ood_blocks(args: tuple) -> int:
     return max(1, args[0].shape[0] // MIN_BLOCK_ROWS)  # args[0]: the trace coefficients (n rows)
 
 
-def _deep_blocks(args: tuple) -> int:  # (the composition's too)
+def _lde_blocks(args: tuple) -> int:  # DEEP's and the composition's
     return max(1, args[1].shape[0] // MIN_BLOCK_ROWS)  # args[1]: the trace LDE (L rows)
 
 
@@ -193,13 +193,13 @@ ROUNDS: dict[str, Round] = {
         Round(FORK, fork_table, (), (), "a table's (or chunk's) transcript forked"),
         Round(COMPOSITION, composition, ("air", "hash_name", "tree", "blocks"), _fields(Composition),
               "the constraints over the LDE, the composition parts and their tree", _COMMIT_STAGES,
-              trees=("nodes",), opened="composition", tree_round=COMPOSITION_TREE, blocked=_deep_blocks),
+              trees=("nodes",), opened="composition", tree_round=COMPOSITION_TREE, blocked=_lde_blocks),
         Round(COMPOSITION_TREE, composition_tree, ("hash_name",), ("nodes",),
               "the composition parts' tree built apart, only its root kept (its tree recomputed)", ("tree build",)),
         Round(OUT_OF_DOMAIN, out_of_domain, ("log_n", "blocks"), _fields(OutOfDomain),
               "every polynomial evaluated at the out-of-domain point", blocked=_ood_blocks),
         Round(DEEP, deep, ("blocks",), ("values",), "the DEEP sum over the LDE: FRI's first layer",
-              blocked=_deep_blocks),
+              blocked=_lde_blocks),
         Round(FRI_LAYER, fri_layer, ("hash_name", "names"), _fields(FriLayer),
               "one large FRI layer: its tree, and its fold", ("tree build", "FRI fold"), trees=("nodes",),
               opened="FRI"),
