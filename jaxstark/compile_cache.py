@@ -33,7 +33,7 @@ import numpy as np
 
 __all__ = [
     "ENV", "MIN_COMPILE_SECS", "configure", "cache_dir", "default_dir", "PROGRAM_ENV", "program_dir", "program_key",
-    "store_program", "load_program", "Uncacheable",
+    "store_program", "load_program", "Uncacheable", "CPU_COMPILER_OPTIONS", "compiler_options",
 ]  # fmt: skip
 
 ENV = "JAXSTARK_CACHE_DIR"
@@ -70,6 +70,30 @@ def configure() -> str | None:
     if not os.environ.get("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"):
         jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECS)
     return str(path)
+
+
+# --- How jaxstark's programs are compiled ------------------------------------------------------
+#
+# XLA:CPU emits a fusion either through its MLIR fusion emitters (the default) or through its
+# elemental IR emitters. For jaxstark's rounds -- integer loops, gathers and scatters, no matrix
+# products -- the elemental emitters compile in about 60-70% of the time and the rounds run as
+# fast (benchmarks/RESULTS.md, "Compile time: XLA:CPU's elemental fusion emitters"), so the
+# programs jaxstark compiles for a CPU ask for them. A setting named in ``XLA_FLAGS`` wins: set
+# ``--xla_cpu_use_fusion_emitters=true`` there to compile with the fusion emitters. Compile
+# options are part of the persistent cache's key, so a program compiled one way is never loaded
+# for the other.
+CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+
+
+def compiler_options(devices) -> dict | None:
+    """The compile options for a program that runs on ``devices`` (an iterable of JAX
+    devices): :data:`CPU_COMPILER_OPTIONS` when every one is a CPU, less any option that
+    ``XLA_FLAGS`` sets; None (XLA's own settings) otherwise."""
+    devices = list(devices)
+    if not devices or any(d.platform != "cpu" for d in devices):
+        return None
+    flags = os.environ.get("XLA_FLAGS", "")
+    return {k: v for k, v in CPU_COMPILER_OPTIONS.items() if k not in flags} or None
 
 
 # --- Rounds kept as lowered programs ---------------------------------------------------------

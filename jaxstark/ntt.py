@@ -43,6 +43,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, UInt64
 
+from jaxstark.compile_cache import compiler_options
 from jaxstark.errors import ShapeError
 from jaxstark.field import goldilocks as gl
 from jaxstark.field import host
@@ -113,7 +114,7 @@ def concrete(jitted, *static, device: jax.Device):
     (evaluating the builder op by op, as ``jax.ensure_compile_time_eval`` does, compiles every
     primitive separately)."""
     with jax.default_device(device):
-        return jitted.lower(*static).compile()()
+        return jitted.lower(*static).compile(compiler_options([device]))()
 
 
 # Tables of at most this many entries are computed with Python integers on the host and copied

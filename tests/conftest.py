@@ -14,6 +14,9 @@
   optimisation off (``--xla_backend_optimization_level=0`` in ``XLA_FLAGS``, unless the caller
   chose a level; inherited by the processes the tests start). It changes how fast the compiled
   code runs, not what it computes: 37 -> 29 s and 47 -> 41 s for two proof tests on a 2-core CPU.
+* Every program the tests compile, not only jaxstark's rounds, uses XLA:CPU's elemental fusion
+  emitters (``--xla_cpu_use_fusion_emitters=false``, as :data:`jaxstark.compile_cache.CPU_COMPILER_OPTIONS`
+  asks for the rounds), unless the caller named that flag.
 """
 
 import gc
@@ -22,6 +25,8 @@ import tempfile
 
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):  # before JAX's backend starts
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+if "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_use_fusion_emitters=false").strip()
 
 import jax
 import pytest

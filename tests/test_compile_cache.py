@@ -169,3 +169,38 @@ def test_changed_source_or_tunables_are_never_stored_under_the_old_key(monkeypat
     monkeypatch.setattr(cc, "_SOURCE", [digest, [(path, mtime - 1, size), *files[1:]]])  # "edited since import"
     with pytest.raises(cc.Uncacheable, match="source changed"):
         cc.program_key("probe", {}, [], None, "cpu", "cpu")
+
+
+def test_cpu_rounds_are_compiled_with_the_elemental_emitters_unless_xla_flags_say_otherwise(monkeypatch):
+    import jax
+
+    import jaxstark as js
+    from jaxstark import compile_cache as cc
+    from jaxstark.examples import EXAMPLES
+
+    cpu = jax.devices("cpu")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=0")
+    assert cc.compiler_options(cpu) == {"xla_cpu_use_fusion_emitters": False}
+
+    class Accelerator:
+        platform = "gpu"
+
+    assert cc.compiler_options([Accelerator()]) is None and cc.compiler_options([*cpu, Accelerator()]) is None
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true --xla_backend_optimization_level=0")
+    assert cc.compiler_options(cpu) is None  # the caller's setting wins
+
+    # the executor hands the options to every program it compiles
+    monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=0")
+    seen, original = [], jax.stages.Lowered.compile
+
+    def spy(self, compiler_options=None, **kw):
+        seen.append(compiler_options)
+        return original(self, compiler_options, **kw)
+
+    monkeypatch.setattr(jax.stages.Lowered, "compile", spy)
+    monkeypatch.setenv("JAXSTARK_PROGRAM_CACHE", "off")
+    js.clear_caches()
+    air, trace, _ = EXAMPLES["fibonacci"](3)
+    js.plan(air, trace, js.StarkConfig(blowup=2, num_queries=3, grinding_bits=0, fri_final_degree=4))
+    js.clear_caches()
+    assert seen and all(o == {"xla_cpu_use_fusion_emitters": False} for o in seen), seen

@@ -310,7 +310,9 @@ def _compiled(fn, static: dict, args: tuple, shardings, name: str | None = None,
         t1 = time.perf_counter()
         lowered = traced.lower()
     t2 = time.perf_counter()
-    device = ",".join(sorted({f"{d.platform}:{d.id}" for s in jax.tree.leaves(shardings) for d in s.device_set}))
+    placed = {d for s in jax.tree.leaves(shardings) for d in s.device_set}
+    device = ",".join(sorted(f"{d.platform}:{d.id}" for d in placed))
+    options = compile_cache.compiler_options(placed)
 
     def record(seconds: float, how: str = source) -> CompileRecord:
         return CompileRecord(name or _name(fn), device, t1 - start, t2 - t1, seconds, how)
@@ -320,15 +322,15 @@ def _compiled(fn, static: dict, args: tuple, shardings, name: str | None = None,
         here: it is then traced as usual, by ``retrace``, on the thread that needs it."""
         t3 = time.perf_counter()
         if out_tree is None:
-            return lowered.compile(), record(time.perf_counter() - t3)
+            return lowered.compile(options), record(time.perf_counter() - t3)
         try:
-            return _FlatProgram(lowered.compile(), out_tree), record(time.perf_counter() - t3)
+            return _FlatProgram(lowered.compile(options), out_tree), record(time.perf_counter() - t3)
         except Exception:  # noqa: BLE001 -- a kept program that does not compile here is traced as usual
             return None, record(time.perf_counter() - t3)
 
     def retrace(failed: CompileRecord):
         t4 = time.perf_counter()
-        exe = fn.trace(*abstract, **static).lower().compile()
+        exe = fn.trace(*abstract, **static).lower().compile(options)
         return exe, record(failed.compile + time.perf_counter() - t4, "traced (kept program did not compile)")
 
     threads = compile_threads() if defer else 0
