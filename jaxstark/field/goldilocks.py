@@ -120,9 +120,23 @@ def _reduce128(lo: Elt, hi: Elt) -> Elt:
     return _fold(t2, t2 < t1)
 
 
-def _mul(a: Elt, b: Elt) -> Elt:
+def _mul_inline(a: Elt, b: Elt) -> Elt:
+    """a * b mod p written out where it is called: what a kernel body (Pallas) uses, and what a
+    numpy constant operand gets (its limbs are then split in numpy)."""
     lo, hi = _mul_wide(a, b)
     return _reduce128(lo, hi)
+
+
+_mul_traced = jax.jit(_mul_inline)
+
+
+def _mul(a: Elt, b: Elt) -> Elt:
+    """a * b mod p. Traced operands go through one jitted function, traced and lowered once per
+    pair of shapes: a round holds hundreds of products, and writing each out costs about 2 ms
+    of tracing and lowering (about 0.1 ms through the jitted one); XLA inlines the call."""
+    if isinstance(a, np.ndarray | np.generic | int) or isinstance(b, np.ndarray | np.generic | int):
+        return _mul_inline(a, b)
+    return _mul_traced(a, b)
 
 
 def square_and_multiply(mul, one, a, e, nbits: int):

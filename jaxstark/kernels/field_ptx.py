@@ -124,7 +124,7 @@ class FieldOps(NamedTuple):
     mul: object
 
 
-JNP = FieldOps("jnp", gl._add, gl._sub, gl._mul)
+JNP = FieldOps("jnp", gl._add, gl._sub, gl._mul_inline)
 PTX = FieldOps("ptx", _binary(_ADD), _binary(_SUB), _binary(_MUL))
 
 

@@ -138,7 +138,7 @@ def _add_c(x: Vec, c: Const) -> Vec:
 
 def _mul_c(x: Vec, d: Const) -> Vec:
     """``x * d`` mod p (a static ``d`` is split into 32-bit limbs in numpy by ``_mul``)."""
-    return gl._mul(x, np.uint64(d) if isinstance(d, int) else d)
+    return gl._mul_inline(x, np.uint64(d) if isinstance(d, int) else d)
 
 
 def _sum(xs: Sequence[Vec]) -> Vec:
@@ -184,7 +184,7 @@ def _sbox_layer(x: Sequence[Vec], consts: Sequence[Const], unrolled: bool) -> tu
 
     def step(k, carry):
         x, c = carry
-        return (*x[1:], _p._sbox(_add_c(x[0], c[0]))), (*c[1:], c[0])
+        return (*x[1:], _p._sbox(_add_c(x[0], c[0]), gl._mul_inline)), (*c[1:], c[0])
 
     x, _ = _loop(WIDTH, step, (tuple(x), tuple(consts)), unrolled)
     return x
@@ -222,7 +222,7 @@ def permute(state: Sequence[Vec], unroll: bool | str = "none") -> tuple[Vec, ...
     positions_unrolled = unroll != "none"
 
     def partial_round(i, x):
-        x0 = _p._sbox(_add_c(x[0], _pick(i, _INT_RC)))
+        x0 = _p._sbox(_add_c(x[0], _pick(i, _INT_RC)), gl._mul_inline)
         return _internal_layer((x0, *x[1:]), positions_unrolled)
 
     def full_round(r, x):
