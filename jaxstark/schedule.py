@@ -42,7 +42,6 @@ from jaxstark.rounds import (
     OUT_OF_DOMAIN,
     QUERIES,
     ROUNDS,
-    STATEMENT,
     TRACE_COMMIT,
     TRACE_COMMIT_AGAIN,
     FriCommitment,
@@ -125,7 +124,8 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
             domains.append(shared[u.table])
     for t, public in enumerate(table_publics):  # held by the caller's proof to the end
         ex.hold(f"table {t}: public inputs", public, next(i for i, u in enumerate(us) if u.table == t), until_end=True)
-    tr = _run(ex, None, STATEMENT, (table_publics,), config, **statement)
+    tr = ex.statement(table_publics, statement)  # computed on the host: no program
+    ex.hold("statement: transcript", tr, None)
     mains, bads = [], []
     for i, u in enumerate(us):
         r1, tr = _run(ex, i, TRACE_COMMIT, (traces[i], domains[i], tr), config, _spread(u, 3), group=u.split)

@@ -422,3 +422,9 @@ class HostTranscript:
     def fork(self, index: int) -> HostTranscript:
         t = self._absorb_tag("fork", "", int(index))
         return dataclasses.replace(t, log=())._logged("fork", "fork", np.uint64(index))
+
+    def as_transcript(self) -> Transcript:
+        """The same transcript as a :class:`Transcript` (its state and logged values numpy
+        arrays), to carry on in JAX."""
+        state = np.frombuffer(self.state, np.uint8).copy()
+        return Transcript(get_hash(self.hash_name).name, self.annotated, state, tuple(self.log))

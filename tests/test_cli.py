@@ -109,9 +109,9 @@ def test_prove_shows_progress_writes_files_and_verify_accepts(tmp_path):
                    "--out", str(tmp_path / "alu.proof"))  # fmt: skip
     assert out.returncode == 0, out.stderr
     # progress per table, round and chunk group, in plan order, on stderr
-    assert "[ 1/23] all tables: statement" in out.stderr
+    assert "[ 1/22] Alu chunks 0-1 of 4: trace commit" in out.stderr
     assert "Alu chunks 0-1 of 4: composition" in out.stderr and "Alu chunks 2-3 of 4: queries" in out.stderr
-    assert "[23/23] Alu chunks 2-3 of 4: openings FRI" in out.stderr
+    assert "[22/22] Alu chunks 2-3 of 4: openings FRI" in out.stderr
     assert "Alu: 4 chunks of 2^6 rows, 2 at a time" in out.stdout and "times per round" in out.stdout
     size = (tmp_path / "alu.proof").stat().st_size
     assert f"proof: {size:,} B" in out.stdout

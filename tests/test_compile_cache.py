@@ -146,7 +146,7 @@ def test_the_compile_benchmark_runs_at_a_small_size():
     out = subprocess.run(cmd, capture_output=True, text=True, env={**env, "PYTHONPATH": str(ROOT)}, timeout=900)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     text = out.stdout
-    for name in ("statement", "trace commit", "composition", "out-of-domain", "DEEP", "FRI final", "queries"):
+    for name in ("trace commit", "composition", "out-of-domain", "DEEP", "FRI final", "queries"):
         assert f"  {name} " in text
     assert "exported" in text and "prove (device trace)" in text
     for label in ("cold (empty cache)", "second process"):

@@ -23,7 +23,7 @@ def fib():
     return EXAMPLES["fibonacci"](5)
 
 
-ROUNDS = ["statement", "trace commit", "fork", "composition", "out-of-domain", "DEEP", "FRI final", "queries",
+ROUNDS = ["trace commit", "fork", "composition", "out-of-domain", "DEEP", "FRI final", "queries",
           "openings trace", "openings composition", "openings FRI"]  # fmt: skip
 
 

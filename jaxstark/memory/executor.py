@@ -51,9 +51,12 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceShardin
 
 from jaxstark import compile_cache, faults, kernels, lde, ntt, transfer
 from jaxstark.errors import DeviceFailure
+from jaxstark.hash.interface import DIGEST_BYTES, get_hash
 from jaxstark.progress import RoundEvent
-from jaxstark.rounds import STATEMENT, TRACE_COMMIT, registered
+from jaxstark.rounds import TRACE_COMMIT, registered
 from jaxstark.rounds.domain import make_domain
+from jaxstark.rounds.r0_statement import initial_transcript
+from jaxstark.transcript import Transcript
 
 __all__ = [
     "Planner", "Runner", "RoundMemory", "CompileRecord", "compile_log", "dispatch_count", "compiled_for", "placements",
@@ -570,6 +573,16 @@ class _Executor:
         with jax.default_device(jax.local_devices(backend="cpu")[0]):  # tables are built on the host (cached per shape)
             return make_domain(log_n, blowup)
 
+    def statement(self, publics: tuple, statement: dict) -> Transcript:
+        """The transcript after the statement (:func:`~jaxstark.rounds.r0_statement.initial_transcript`
+        of ``publics`` and ``statement``: AIRs, config, heights, chunks), on the default device.
+        It is computed on the host; here, abstract (the public inputs' values are not known)."""
+        sds = jax.ShapeDtypeStruct((DIGEST_BYTES,), np.uint8)
+        return Transcript(get_hash(statement["config"].hash).name, False, _sds(sds, self._statement_sharding()))
+
+    def _statement_sharding(self):
+        return self.placements(None, (jax.ShapeDtypeStruct((DIGEST_BYTES,), np.uint8),), None)[0]
+
     def hold(self, name: str, tree, table: int | None, *, until_end: bool = False) -> None:
         """``tree``'s arrays are resident from now on: until ``release(table)``, or to the end of
         the proof with ``until_end`` (the caller's trace)."""
@@ -761,7 +774,7 @@ class Runner(_Executor):
         self.diagnostic = diagnostic
         # progress: (callback, the plan) -- the callback gets a RoundEvent as each round starts and ends
         self.progress, self.step = progress, 0
-        self.last: tuple[int | None, str] = (None, STATEMENT)  # the round dispatched last
+        self.last: tuple[int | None, str] = (0, TRACE_COMMIT)  # the round dispatched last (or first)
 
     def domain(self, table: int, log_n: int, blowup: int):
         """The unit's domain tables on its device(s): copied in once, then kept for later proofs of
@@ -778,6 +791,14 @@ class Runner(_Executor):
         except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
             self._failed(exc, table, TRACE_COMMIT, faults.TO_DEVICE)
             return host  # test-only fallback: the tables stay on the host
+
+    def statement(self, publics: tuple, statement: dict) -> Transcript:
+        tr = initial_transcript(publics, **statement)
+        try:
+            return self._to_device(tr, jax.tree.map(lambda _: self._statement_sharding(), tr))
+        except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
+            self._failed(exc, 0, TRACE_COMMIT, faults.TO_DEVICE)  # (the round that takes it first)
+            return tr  # test-only fallback: the state stays on the host
 
     def run(
         self, table: int | None, name: str, fn: Callable, args: tuple, static: dict, axes: tuple | None = None,

@@ -40,7 +40,6 @@ from jaxstark.rounds import (
     OPENINGS,
     OUT_OF_DOMAIN,
     QUERIES,
-    STATEMENT,
     TRACE_COMMIT,
     fri_layer_name,
     openings_name,
@@ -71,7 +70,6 @@ BIG_LDE_ROWS = 1 << 22  # LDE rows from which the "L*c*big" feature counts (see 
 # extension columns): the plain-jnp tree hashes at most merkle.BLOCK leaves at a time, so its
 # working set stops growing with L there (the CPU path; the GPU's tree kernels have their own).
 ROUND_FEATURES: dict[str, tuple[str, ...]] = {
-    STATEMENT: ("1",),
     TRACE_COMMIT: ("L", "L*logL", "L*c", "n*c", "Lb*c", "1"),
     LOGUP_CHALLENGES: ("1",),
     AUX_COMMIT: ("L", "L*a", "n*c", "n*a", "Lb*a", "1"),
@@ -103,7 +101,6 @@ TEMP_COEFFS: dict[str, dict[str, tuple[dict[str, float], ...]]] = {
         "openings": ({'L': 0.0013, '1': 0.2083},),
         "out-of-domain": ({'n': 44.76, 'n*c': 2.688, 'n*a': 15.39, 'n*P': 108.1, '1': 42310.0},),
         "queries": ({'grind': 368.1},),
-        "statement": ({'1': 1929.0},),
         "trace commit": ({'L': 33.49, 'L*c': 4.518, 'Lb*c': 16.21, '1': 112700.0},),
     },
     "gpu": {
@@ -117,7 +114,6 @@ TEMP_COEFFS: dict[str, dict[str, tuple[dict[str, float], ...]]] = {
         "openings": ({'L': 5e-05, '1': 35.43},),
         "out-of-domain": ({'n': 114.6, 'n*c': 8.122, 'n*cu': 45.53, 'n*a': 27.88, '1': 1581000.0},),
         "queries": ({'grind': 256.1},),
-        "statement": ({'1': 4617.0},),
         "trace commit": ({'L*c': 0.09559, 'n*c': 6.286},),
     },
 }
@@ -401,7 +397,8 @@ def model(
         for x in bufs:
             held.remove(x)
 
-    step(STATEMENT, [public], [])
+    tr[0] = _Buf("statement: transcript", 32)  # computed on the host, held to the end
+    held.append(tr[0])
     step(TRACE_COMMIT, [trace, domain], main)
     challenges = _Buf("LogUp challenges", 48)
     if a:

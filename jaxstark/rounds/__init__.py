@@ -1,13 +1,15 @@
-"""Proving rounds, one module per round (numbering as in docs/design.md): trace commit (main, then
-aux), composition, out-of-domain evaluation, DEEP, each large FRI layer, FRI's small layers and
-final polynomial, queries, and the openings of each commitment. Each round is a jitted pure
-function from PyTree to PyTree, so the memory planner can lower and compile it on abstract
-shapes; each is jitted with ``keep_unused=True``, so XLA's argument figure counts every buffer
-the round is handed (the planner checks this).
+"""Proving rounds, one module per round (numbering as in docs/design.md): the statement's
+transcript (computed on the host, :func:`~jaxstark.rounds.r0_statement.initial_transcript`) and
+each unit's fork, trace commit (main, then aux), composition, out-of-domain evaluation, DEEP,
+each large FRI layer, FRI's small layers and final polynomial, queries, and the openings of each
+commitment. Each round but the statement is a jitted pure function from PyTree to PyTree, so the
+memory planner can lower and compile it on abstract shapes; each is jitted with
+``keep_unused=True``, so XLA's argument figure counts every buffer the round is handed (the
+planner checks this).
 
 The registry: every step the prover dispatches (:func:`jaxstark.schedule.schedule`) as a
 :class:`Round` in :data:`ROUNDS`, under the name that plans, progress events, diagnostics and
-fault sites use (:data:`STATEMENT`, :data:`TRACE_COMMIT`, ...), with the jitted function, its
+fault sites use (:data:`TRACE_COMMIT`, :data:`FORK`, ...), with the jitted function, its
 static arguments, what it returns for later rounds, and the stages its executable runs
 (:data:`STAGES`). A FRI layer is dispatched under its layer's name (:func:`fri_layer_name`,
 ``"FRI layer 3"``), which :func:`registered` maps to the one :data:`FRI_LAYER` round; the
@@ -20,7 +22,7 @@ import dataclasses
 from collections.abc import Callable
 
 from jaxstark.config import StarkConfig
-from jaxstark.rounds.r0_statement import fork_table, initial_transcript
+from jaxstark.rounds.r0_statement import fork_table
 from jaxstark.rounds.r1_aux_commit import AuxCommitment, aux_commit, aux_commit_group, logup_challenges
 from jaxstark.rounds.r1_trace_commit import TraceCommitment, trace_commit, trace_commit_group
 from jaxstark.rounds.r2_composition import Composition, composition, composition_tree
@@ -32,13 +34,12 @@ from jaxstark.rounds.r5_openings import Opened, openings
 from jaxstark.rounds.r5_queries import Queries, queries
 
 __all__ = [
-    "Round", "ROUNDS", "STAGES", "CONFIG_STATICS", "STATEMENT", "TRACE_COMMIT", "TRACE_COMMIT_AGAIN",
+    "Round", "ROUNDS", "STAGES", "CONFIG_STATICS", "TRACE_COMMIT", "TRACE_COMMIT_AGAIN",
     "LOGUP_CHALLENGES", "AUX_COMMIT", "AUX_COMMIT_AGAIN", "FORK", "COMPOSITION", "COMPOSITION_TREE", "OUT_OF_DOMAIN",
     "DEEP", "FRI_LAYER", "FRI_FINAL", "QUERIES", "OPENINGS", "OPENED", "FriCommitment", "fri_layer_name",
     "openings_name", "registered",
 ]  # fmt: skip
 
-STATEMENT = "statement"
 TRACE_COMMIT = "trace commit"
 TRACE_COMMIT_AGAIN = "trace commit again"
 LOGUP_CHALLENGES = "logup challenges"
@@ -176,8 +177,6 @@ _AUX_STAGES = ("aux build", "LDE", "tree build")
 ROUNDS: dict[str, Round] = {
     r.name: r
     for r in (
-        Round(STATEMENT, initial_transcript, ("airs", "config", "log_ns", "chunks"), (),
-              "the statement absorbed into the transcript"),
         Round(TRACE_COMMIT, trace_commit, ("hash_name",), _fields(TraceCommitment),
               "LDE of the main trace and its Merkle tree", _COMMIT_STAGES, group_fn=trace_commit_group,
               trees=("nodes",), opened="trace"),

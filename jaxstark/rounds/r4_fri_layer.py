@@ -41,9 +41,10 @@ __all__ = [
 # FRI layers of at most this many evaluations share one scanned step. A layer of its own is one
 # more program (about 5 s of compile on an H200 whatever its size: its tree kernels) and one
 # more dispatch; a scanned one hashes as many leaves as the first scanned layer. On a GPU the
-# padding is nearly free; on the CPU it is not (benchmarks/RESULTS.md, 2026-12-03).
+# padding is nearly free; on the CPU it costs from about 2^13 evaluations on, while a layer of
+# its own costs about 0.8 s of CPU compile (benchmarks/RESULTS.md, 2026-12-03 and 2026-12-05).
 SCAN_LAYERS_BELOW = 1 << 16  # on an accelerator
-SCAN_LAYERS_BELOW_CPU = 1 << 10  # on the CPU
+SCAN_LAYERS_BELOW_CPU = 1 << 11  # on the CPU
 
 
 class FriStep(eqx.Module):
