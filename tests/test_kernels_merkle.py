@@ -208,6 +208,32 @@ def test_triton_lowering_succeeds(shape, batch, monkeypatch):
     assert "triton" not in jax.jit(fn).trace(x).lower(lowering_platforms=("cpu",)).as_text()
 
 
+def test_a_trace_for_one_platform_holds_only_its_branch(monkeypatch):
+    """Under ``kernels.lowering_for(p)`` a switch traces only the branch ``p`` runs (no
+    ``platform_dependent``): the kernel for CUDA, the ``jnp`` twin for the CPU. The platform is
+    part of jit's cache key: a jitted function traced for one is traced again for the other, and
+    outside any context both branches come back."""
+    monkeypatch.setattr(kernels, "MODE", "auto")
+    jax.clear_caches()
+    build = jax.jit(lambda m: merkle._build(m, "blake3"))
+    x = jax.ShapeDtypeStruct((1 << 6, 8), jnp.uint64)
+
+    def jaxpr(platform):
+        with kernels.lowering_for(platform):
+            return str(jax.make_jaxpr(build)(x))
+
+    cuda, cpu, anywhere = jaxpr("cuda"), jaxpr("cpu"), jaxpr(None)
+    assert "pallas_call" in cuda and "platform_index" not in cuda
+    assert "pallas_call" not in cpu and "platform_index" not in cpu
+    assert "pallas_call" in anywhere and "platform_index" in anywhere
+    assert jaxpr("cuda") == cuda and "pallas_call" not in jaxpr("cpu")  # each its own cache entry
+    with kernels.lowering_for("cuda"):
+        text = build.trace(x).lower(lowering_platforms=("cuda",)).as_text()
+    assert "merkle_leaves_blake3" in text
+    with kernels.lowering_for("cpu"):
+        assert "triton" not in build.trace(x).lower(lowering_platforms=("cpu",)).as_text()
+
+
 @pytest.mark.parametrize("mode", ["auto", "jnp"])
 def test_the_posture_decides_tree_and_ntt_kernels_together(mode, monkeypatch):
     """``auto`` lowers both the tree and the LDE to kernels for CUDA; ``jnp`` neither."""

@@ -5,6 +5,11 @@ reference it is tested against bit for bit. Which one runs is decided per *platf
 program is lowered, not per call: :func:`switch` wraps :func:`jax.lax.platform_dependent`, so
 one traced program lowers to the kernel on a CUDA device and to the ``jnp`` twin on the CPU.
 The memory planner compiles for the device it will run on and so sees the kernel's buffers.
+Where the caller knows the one platform a program is traced for, it says so with
+:func:`lowering_for` (the executor does, for every round): :func:`switch` then traces only the
+branch that platform runs -- tracing the other, and lowering a dead kernel, was a third of a
+round's tracing on a GPU. The platform is a JAX user context, part of every ``jit`` cache key,
+so a trace made for one platform is never reused for another.
 
 ``JAXSTARK_KERNELS`` (read once, at import) chooses the posture:
 
@@ -22,13 +27,14 @@ fused tree levels, generic over an element-wise hash), :mod:`.blake3`, :mod:`.ke
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from collections.abc import Callable
 
 import jax
 
-__all__ = ["MODE", "MODES", "switch", "interpret", "kernel_platforms", "launch"]
+__all__ = ["MODE", "MODES", "switch", "interpret", "kernel_platforms", "launch", "lowering_for"]
 
 MODES = ("auto", "jnp", "interpret")
 
@@ -77,12 +83,27 @@ def _has_cuda() -> bool:
         return False
 
 
+# The one platform the program being traced is lowered for ("cpu", "cuda"), or None: unknown.
+_LOWERING = jax.make_user_context(None) if hasattr(jax, "make_user_context") else None
+
+
+def lowering_for(platform: str | None):
+    """A context in which traces are made for ``platform`` alone (None: for any platform); a
+    no-op where this JAX has no user contexts."""
+    return contextlib.nullcontext() if _LOWERING is None else _LOWERING(platform)
+
+
 def switch(reference: Callable, kernel: Callable, *args):
     """``kernel(*args)`` where the posture puts kernels on the lowering platform, else
-    ``reference(*args)``. Both must return the same shapes and dtypes (and the same values)."""
+    ``reference(*args)``. Both must return the same shapes and dtypes (and the same values).
+    Inside :func:`lowering_for` only the chosen one is traced; elsewhere both, and the
+    lowering picks (:func:`jax.lax.platform_dependent`)."""
     platforms = kernel_platforms()
     if not platforms:
         return reference(*args)
     if MODE == "interpret":
         return kernel(*args)
+    target = None if _LOWERING is None else _LOWERING.value
+    if target is not None:
+        return kernel(*args) if target in platforms else reference(*args)
     return jax.lax.platform_dependent(*args, default=reference, **{p: kernel for p in platforms})

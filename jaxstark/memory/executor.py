@@ -303,17 +303,21 @@ def _compiled(fn, static: dict, args: tuple, shardings, name: str | None = None,
             exe = _finish(exe)
         return exe, False
     abstract = jax.tree.map(_sds, args, shardings)
-    start = time.perf_counter()
-    kept = _kept(fn, static, abstract, describe)
-    if kept is not None:
-        lowered, out_tree, source, t1 = kept
-    else:
-        source, out_tree = "traced", None
-        traced = fn.trace(*abstract, **static)
-        t1 = time.perf_counter()
-        lowered = traced.lower()
-    t2 = time.perf_counter()
     placed = {d for s in jax.tree.leaves(shardings) for d in s.device_set}
+    platforms = {_export_platform(d) for d in placed}
+    # traced for the one platform it runs on: a kernel switch traces only that branch
+    lowering = functools.partial(kernels.lowering_for, platforms.pop() if len(platforms) == 1 else None)
+    start = time.perf_counter()
+    with lowering():
+        kept = _kept(fn, static, abstract, describe)
+        if kept is not None:
+            lowered, out_tree, source, t1 = kept
+        else:
+            source, out_tree = "traced", None
+            traced = fn.trace(*abstract, **static)
+            t1 = time.perf_counter()
+            lowered = traced.lower()
+    t2 = time.perf_counter()
     device = ",".join(sorted(f"{d.platform}:{d.id}" for d in placed))
     options = compile_cache.compiler_options(placed)
 
@@ -333,7 +337,8 @@ def _compiled(fn, static: dict, args: tuple, shardings, name: str | None = None,
 
     def retrace(failed: CompileRecord):
         t4 = time.perf_counter()
-        exe = fn.trace(*abstract, **static).lower().compile(options)
+        with lowering():
+            exe = fn.trace(*abstract, **static).lower().compile(options)
         return exe, record(failed.compile + time.perf_counter() - t4, "traced (kept program did not compile)")
 
     threads = compile_threads() if defer else 0
