@@ -32,7 +32,7 @@ STAGES: dict[str, str] = dict(rounds.STAGES)
 SITES: dict[str, str] = {
     **ROUNDS,
     **STAGES,
-    TO_DEVICE: "a round's arguments or a table's domain tables copied to its device(s)",
+    TO_DEVICE: "a round's arguments, a table's domain tables or the statement's transcript copied to its device(s)",
     TO_HOST: "results copied back to the host (roots, flags, openings)",
 }
 

@@ -26,7 +26,7 @@ that factor depends only on ``(k, u)``, so each pass reads an ``(R, t)`` table
 
 Field arithmetic: in a compiled kernel, the inline-PTX ``add/sub/mul`` of
 :mod:`jaxstark.kernels.field_ptx` (``Tiling.ptx``); in the interpreter, and with ``ptx=False``,
-:mod:`jaxstark.field.goldilocks`'s ``_add/_sub/_mul``, which avoid the two Triton traps (no
+:mod:`jaxstark.field.goldilocks`'s ``_add/_sub/_mul_inline``, which avoid the two Triton traps (no
 ``lax.mulhi``, no ``uint64`` literal >= 2^63). Both give the same bits.
 """
 

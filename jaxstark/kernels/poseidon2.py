@@ -7,7 +7,7 @@ The same digests as :class:`jaxstark.hash.interface.Poseidon2Hash` (``hash_rows`
 concatenations, only ``+``, ``*``, shifts, bitwise ops, comparisons, ``jnp.where``, casts and
 ``lax.fori_loop`` -- the subset a Pallas kernel (Triton backend) lowers, which also runs as
 plain ``jnp``. The field arithmetic is
-:mod:`jaxstark.field.goldilocks`' (``_add``, ``_sub``, ``_mul``, ``_canon``), the S-box and the
+:mod:`jaxstark.field.goldilocks`' (``_add``, ``_sub``, ``_mul_inline``, ``_canon``), the S-box and the
 4x4 block of the external layer are :mod:`jaxstark.hash.poseidon2`'s, and the constants are
 :mod:`jaxstark.hash.poseidon2_constants`.
 
@@ -48,7 +48,7 @@ many round and diagonal constants are that large:
   ``jnp.where`` chain (never a table lookup, which would be a gather) and the low bit ``b`` taken
   from a bit mask, so the large value only exists at run time;
 * adding a static ``c >= 2^63`` is written as subtracting ``p - c`` (below ``2^63``);
-* a static multiplier goes through ``goldilocks._mul``, which splits it into 32-bit limbs in
+* a static multiplier goes through ``goldilocks._mul_inline``, which splits it into 32-bit limbs in
   numpy before anything is traced; a multiplier carried by a loop is built at run time as
   ``(hi << 32) | lo``.
 
@@ -137,7 +137,7 @@ def _add_c(x: Vec, c: Const) -> Vec:
 
 
 def _mul_c(x: Vec, d: Const) -> Vec:
-    """``x * d`` mod p (a static ``d`` is split into 32-bit limbs in numpy by ``_mul``)."""
+    """``x * d`` mod p (a static ``d`` is split into 32-bit limbs in numpy by ``_mul_inline``)."""
     return gl._mul_inline(x, np.uint64(d) if isinstance(d, int) else d)
 
 

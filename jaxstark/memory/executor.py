@@ -237,11 +237,11 @@ def compile_log() -> list[CompileRecord]:
 
 def compile_threads() -> int:
     """How many threads compile a plan's programs while the planner traces the next ones
-    (``JAXSTARK_COMPILE_THREADS``; default half the host's cores, 1 to 8). 0: each program is
+    (``JAXSTARK_COMPILE_THREADS``; default one per core, at most 8). 0: each program is
     compiled where it is traced, before the next is traced."""
     text = os.environ.get(COMPILE_THREADS_ENV, "").strip()
     if not text:
-        return max(1, min(8, (os.cpu_count() or 2) // 2))
+        return max(1, min(8, os.cpu_count() or 1))
     if not (text.isascii() and text.isdigit()):
         raise ValueError(f"{COMPILE_THREADS_ENV}={text!r}: expected a whole number of threads (0: none)")
     return int(text)

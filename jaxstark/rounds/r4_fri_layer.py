@@ -41,8 +41,9 @@ __all__ = [
 # FRI layers of at most this many evaluations share one scanned step. A layer of its own is one
 # more program (about 5 s of compile on an H200 whatever its size: its tree kernels) and one
 # more dispatch; a scanned one hashes as many leaves as the first scanned layer. On a GPU the
-# padding is nearly free; on the CPU it costs from about 2^13 evaluations on, while a layer of
-# its own costs about 0.8 s of CPU compile (benchmarks/RESULTS.md, 2026-12-03 and 2026-12-05).
+# padding is nearly free; on the CPU it is not (2^16 made proofs 2.4x slower), while a layer of
+# its own costs 0.4-0.7 s of a CPU plan: 2^11 rather than 2^10 cut the plans of Fibonacci 2^10
+# and 2^14 by that and cost 2% of the 2^14 proof (benchmarks/RESULTS.md, 2026-12-03, 2026-12-05).
 SCAN_LAYERS_BELOW = 1 << 16  # on an accelerator
 SCAN_LAYERS_BELOW_CPU = 1 << 11  # on the CPU
 
