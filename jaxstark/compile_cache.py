@@ -20,6 +20,7 @@ device and the JAX version).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -88,12 +89,29 @@ CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
 def compiler_options(devices) -> dict | None:
     """The compile options for a program that runs on ``devices`` (an iterable of JAX
     devices): :data:`CPU_COMPILER_OPTIONS` when every one is a CPU, less any option that
-    ``XLA_FLAGS`` sets; None (XLA's own settings) otherwise."""
+    ``XLA_FLAGS`` sets or this XLA does not know (:func:`cpu_option_known`); None (XLA's own
+    settings) otherwise."""
     devices = list(devices)
     if not devices or any(d.platform != "cpu" for d in devices):
         return None
     flags = os.environ.get("XLA_FLAGS", "")
-    return {k: v for k, v in CPU_COMPILER_OPTIONS.items() if k not in flags} or None
+    return {k: v for k, v in CPU_COMPILER_OPTIONS.items() if k not in flags and cpu_option_known(k, v)} or None
+
+
+@functools.cache
+def cpu_option_known(name: str, value) -> bool:
+    """Whether this jaxlib's XLA:CPU takes compile option ``name`` (one tiny program compiled
+    with it, once per process): options come and go between XLA versions (jax 0.11's XLA has
+    no ``xla_cpu_use_fusion_emitters``), and an unknown one fails every compile."""
+    cpu = jax.devices("cpu")[0]
+    x = jax.ShapeDtypeStruct((), np.float32, sharding=jax.sharding.SingleDeviceSharding(cpu))
+    try:
+        jax.jit(lambda v: v + 1).lower(x).compile({name: value})
+    except Exception as exc:  # noqa: BLE001 -- XLA names the option it refuses
+        if name in str(exc):
+            return False
+        raise
+    return True
 
 
 # --- Rounds kept as lowered programs ---------------------------------------------------------
