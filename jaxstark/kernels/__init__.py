@@ -7,8 +7,8 @@ one traced program lowers to the kernel on a CUDA device and to the ``jnp`` twin
 The memory planner compiles for the device it will run on and so sees the kernel's buffers.
 Where the caller knows the one platform a program is traced for, it says so with
 :func:`lowering_for` (the executor does, for every round): :func:`switch` then traces only the
-branch that platform runs -- tracing the other, and lowering a dead kernel, was a third of a
-round's tracing on a GPU. The platform is a JAX user context, part of every ``jit`` cache key,
+branch that platform runs (tracing both cost about a seventh more of a round's export for
+CUDA, benchmarks/RESULTS.md, 2026-12-05). The platform is a JAX user context, part of every ``jit`` cache key,
 so a trace made for one platform is never reused for another.
 
 ``JAXSTARK_KERNELS`` (read once, at import) chooses the posture:
