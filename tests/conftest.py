@@ -41,7 +41,9 @@ def _xla_knows(flag: str) -> bool:
 
 
 if "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", ""):
-    if os.environ.setdefault("JAXSTARK_TESTS_EMITTER_FLAG", "1" if _xla_knows(_EMITTERS) else "0") == "1":
+    if "JAXSTARK_TESTS_EMITTER_FLAG" not in os.environ:  # the controller asks; the workers inherit
+        os.environ["JAXSTARK_TESTS_EMITTER_FLAG"] = "1" if _xla_knows(_EMITTERS) else "0"
+    if os.environ["JAXSTARK_TESTS_EMITTER_FLAG"] == "1":
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _EMITTERS).strip()
 
 import jax
