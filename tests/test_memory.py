@@ -10,7 +10,7 @@ import pytest
 
 import jaxstark as js
 from jaxstark.examples import EXAMPLES
-from jaxstark.memory import dispatch_count, executor
+from jaxstark.memory import cost, dispatch_count, executor
 from jaxstark.memory.budget import ENV_BUDGET, device_budget
 
 
@@ -564,6 +564,35 @@ def test_a_table_that_cannot_be_chunked_proves_under_half_its_keep_everything_se
         js.prove(air, jnp.asarray(trace), public, below)
     assert err.value.total == least.peak and err.value.round == least.binding.name
     assert "parked in host memory" in str(err.value) and "held_strategies" not in str(err.value)
+
+
+def test_the_planner_compares_row_chunks_with_held_strategies(monkeypatch):
+    """A row-local table the planner may split (``max_chunk_rows_log2="auto"``) over its budget:
+    the planner plans it in row chunks and whole with held buffers parked or recomputed, and
+    keeps the one whose estimated extra work (``jaxstark.memory.cost``) is smaller, naming both.
+    The same budget under rates that make the copies and tree builds dear chooses the chunks.
+    Either proof verifies; the whole table's is the unsplit proof."""
+    air, trace, public = EXAMPLES["alu"](14)
+    keep = js.plan(air, jnp.asarray(trace), js.StarkConfig(blowup=2))
+    config = js.StarkConfig(blowup=2, vram_budget_mb=keep.peak * 0.9 / 2**20, max_chunk_rows_log2="auto")
+    p = js.plan(air, jnp.asarray(trace), config)
+    assert p.fits and len(p.compared) == 2 and all(fits for _, fits, _, _, _ in p.compared)
+    (way, _, peak, x, _), (other, _, _, y, _) = p.compared
+    assert way.startswith("whole table") and other.startswith("row chunks") and x <= y
+    assert p.chunks == (0,) and p.parked and peak == p.peak and x == pytest.approx(sum(p.extra.values()))
+    assert "chose whole table" in str(p) and "over row chunks" in str(p)
+    proof = js.prove(air, jnp.asarray(trace), public, config)
+    assert not any(proof.chunks) and js.verify(air, proof, public, config)
+    unsplit = js.StarkConfig(blowup=2, vram_budget_mb=config.vram_budget_mb)
+    assert proof.to_bytes() == js.prove(air, jnp.asarray(trace), public, unsplit).to_bytes()
+
+    slow = cost.Rates(park=1e3, tree={h: 1e3 for h in cost.RATES["cpu"].tree}, commit=1e9, block=1.0)
+    monkeypatch.setitem(cost.RATES, "cpu", slow)
+    q = js.plan(air, jnp.asarray(trace), config)
+    assert q.fits and q.chunks == (1,) and q.compared[0][0].startswith("row chunks")
+    assert q.compared[0][3] < q.compared[1][3] and "extra_seconds" in q.to_dict()
+    chunked = js.prove(air, jnp.asarray(trace), public, config)
+    assert chunked.chunks == (1,) and js.verify(air, chunked, public, config)
 
 
 def test_held_strategies_are_checked():

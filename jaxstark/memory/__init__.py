@@ -4,6 +4,8 @@
 * :mod:`.executor` -- the prover's schedule run abstractly (compile + ``memory_analysis``) or
   for real (the same executables, device failures made loud);
 * :mod:`.plan` -- :func:`plan`, the :class:`Plan` (per table, per round, term by term), admission;
+* :mod:`.cost` -- the estimated extra work of a plan's ways of fitting (chunks, parked,
+  recomputed, row blocks), by which the planner chooses between them;
 * :mod:`.model` -- :func:`model`, the same device sets in closed form (held buffers, arguments
   and outputs exact; XLA's temporaries fitted per backend), for sweeps that compile nothing.
 """

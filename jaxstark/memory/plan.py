@@ -32,6 +32,14 @@ more tree build), any other held output the round does not take is *parked* in h
 *row blocks* -- and plans again; the first plan that fits is admitted, else the one with the
 smallest binding round is refused with what bound it. None of them changes the proof
 (:mod:`jaxstark.memory.executor`).
+
+**Row chunks or held buffers**: a row-local table the planner may split
+(``max_chunk_rows_log2="auto"``) that is over the budget whole is planned both ways -- in row
+chunks, and whole with the held-buffer search -- and the plan that fits with the smaller
+estimated extra work per proof (:mod:`jaxstark.memory.cost`) is kept, a tie going to the whole
+table (its proof is the unsplit one). Both are named in :attr:`Plan.compared`. Chunks proven in
+one group do no extra work, and a whole table whose rounds cannot fit whatever is parked or
+recomputed cannot win, so neither case plans the whole table's strategies.
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ from jaxstark.air import AIR
 from jaxstark.chunking import chunk_group, units
 from jaxstark.config import StarkConfig
 from jaxstark.errors import DeviceBudgetExceeded, ShapeError
+from jaxstark.memory import cost
 from jaxstark.memory.budget import _POSTURE_VARS, ENV_BUDGET, Budget, allocator_posture, device_budget, live_memory
 from jaxstark.memory.executor import CHUNK_AXIS, PLANNING, Planner, RoundMemory, device_label, held_name
 from jaxstark.memory.model import model
@@ -111,6 +120,11 @@ class Plan:
     row_blocks: tuple[tuple[str, int], ...] = ()
     blockable: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict, repr=False)  # -> (now, most)
     may_block: bool = True  # StarkConfig.held_strategies allowed more row blocks
+    # estimated seconds of extra work per proof against keeping everything, whole, by way (memory.cost)
+    extra: dict[str, float] = dataclasses.field(default_factory=dict)
+    # the ways of fitting the planner compared for a table it may split: (way, fits, peak bytes,
+    # estimated extra seconds or None where it was not planned, why), the chosen one first
+    compared: tuple[tuple[str, bool, int | None, float | None, str], ...] = ()
 
     def chunking(self, table: int) -> str:
         """How statement table ``table`` is split, in words ('' when whole)."""
@@ -182,6 +196,10 @@ class Plan:
             parked=[dict(buffer=n, bytes=b, copies_in=k) for n, b, k in self.parked],
             recomputed=[dict(buffer=n, bytes=b, rebuilt_in=w) for n, b, w in self.recomputed],
             row_blocks=[dict(round=n, blocks=k) for n, k in self.row_blocks],
+            extra_seconds=dict(self.extra),
+            compared=[
+                dict(way=w, fits=f, peak_bytes=b, extra_seconds=x, note=why) for w, f, b, x, why in self.compared
+            ],
             rounds=rounds,
         )
 
@@ -216,6 +234,23 @@ class Plan:
             lines += [f"  park {n:44} {_size(b):>12}  copied back {k} time{'s' if k != 1 else ''}"
                       for n, b, k in self.parked]  # fmt: skip
         return "\n".join(lines)
+
+    def cost_lines(self) -> list[str]:
+        """The estimated extra work per proof and the ways compared, in words (none when the
+        plan keeps everything and no way was compared)."""
+        lines = []
+        if self.extra:
+            parts = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.extra.items())
+            lines.append(f"estimated extra work per proof: {sum(self.extra.values()) * 1e3:.1f} ms ({parts}; "
+                         "jaxstark.memory.cost)")  # fmt: skip
+        for i, (way, fits, peak, x, why) in enumerate(self.compared):
+            if x is None:
+                lines.append(f"over {way}: {why}")
+                continue
+            verdict = "fits" if fits else "does not fit"
+            lines.append(f"{'chose' if i == 0 else 'over'} {way}: est. +{x * 1e3:.1f} ms, peak {_size(peak)}, "
+                         f"{verdict}")  # fmt: skip
+        return lines
 
     def diagnostic(self, table: int | None, name: str) -> str:
         """Everything known about one round, for an error message."""
@@ -291,6 +326,7 @@ class Plan:
         lines.append(f"rounds 2-5 in table order {list(self.order)}")
         lines.append(self.trace_residency())
         lines.append(self.held_strategy())
+        lines += self.cost_lines()
         cols = ("held before", "arguments", "outputs", "temporaries", "device set")
         head = f"{'table':>5} {'round':18}" + "".join(f" {c:>12}" for c in cols)
         lines += [head, "-" * len(head)]
@@ -379,18 +415,18 @@ def plan_checked(
     # shapes reuses it instead of walking the schedule again
     key = (tuple(airs), tuple(log_ns), config, default, spread, chunks, fixed, host,
            tuple(os.environ.get(name) for name in PLAN_ENV), transfer.settings(),
-           (r4_fri_layer.SCAN_LAYERS_BELOW, r4_fri_layer.SCAN_LAYERS_BELOW_CPU, rounds.MIN_BLOCK_ROWS))  # fmt: skip
+           (r4_fri_layer.SCAN_LAYERS_BELOW, r4_fri_layer.SCAN_LAYERS_BELOW_CPU, rounds.MIN_BLOCK_ROWS),
+           repr(cost.rates(default.platform)))  # fmt: skip
     if key not in _PLANS:
         token = PLANNING.set(progress)
         try:
-            p = _plan_checked(airs, log_ns, config, (default, spread), chunks, fixed, host)
-            may_park = "park" in config.held_strategies and jax.process_count() == 1
-            may_recompute = "recompute" in config.held_strategies
-            may_block = "blocks" in config.held_strategies
-            if not p.fits and (may_park or may_recompute or may_block):
-                p = _held_strategies(p, airs, log_ns, config, (default, spread), host, may_park, may_recompute,
-                                     may_block)  # fmt: skip
-            p = dataclasses.replace(p, may_park=may_park, may_recompute=may_recompute, may_block=may_block)
+            may = ("park" in config.held_strategies and jax.process_count() == 1,
+                   "recompute" in config.held_strategies, "blocks" in config.held_strategies)  # fmt: skip
+            p = _fitted(_plan_checked(airs, log_ns, config, (default, spread), chunks, fixed, host), airs, log_ns,
+                        config, (default, spread), host, may)  # fmt: skip
+            p = _compared(p, airs, log_ns, config, (default, spread), chunks, fixed, host, may)
+            p = dataclasses.replace(p, may_park=may[0], may_recompute=may[1], may_block=may[2],
+                                    extra=cost.extra_seconds(p, config.hash))  # fmt: skip
             _PLANS[key] = p
         finally:
             PLANNING.reset(token)
@@ -427,6 +463,74 @@ def _plan_checked(airs, log_ns, config, device, chunks, fixed, host) -> Plan:
         if k <= current[t]:
             return p  # no taller split fits the AIR's height rules: admission refuses it
         current[t] = k
+
+
+def _fitted(p: Plan, airs, log_ns, config, device, host, may: tuple[bool, bool, bool]) -> Plan:
+    """``p``, or when it does not fit and ``may`` (park, recompute, blocks) allows any, the plan
+    the held-buffer search finds from it."""
+    if p.fits or not any(may):
+        return p
+    return _held_strategies(p, airs, log_ns, config, device, host, *may)
+
+
+def _compared(p: Plan, airs, log_ns, config, device, chunks, fixed, host, may) -> Plan:
+    """For tables the planner may split (``chunks`` None) that ``p`` splits into row chunks: the
+    same statement with those tables whole, fitted by the held-buffer search, against ``p``, by
+    the estimated extra work per proof (:mod:`jaxstark.memory.cost`); the cheaper plan that fits
+    is returned (a tie: the whole tables -- the proof is the unsplit one, and smaller), with both
+    ways in :attr:`Plan.compared`. Chunks proven in one group with nothing else applied do no
+    extra work, so then the whole tables are not planned."""
+    auto = [t for t, k in enumerate(chunks) if k is None and p.chunks[t]]
+    if not auto:
+        return p
+    split = (
+        "row chunks ("
+        + "; ".join(f"table {t}: {1 << p.chunks[t]} chunks in groups of {1 << p.groups[t]}" for t in auto)
+        + ")"
+    )
+    px = cost.extra_seconds(p, config.hash)
+    whole_way = "whole table" + ("s" if len(auto) > 1 else "")
+    if p.fits and not px:
+        return dataclasses.replace(p, compared=(
+            (split, True, p.peak, 0.0, ""),
+            (whole_way + " with held buffers recomputed, parked or in row blocks", False, None, None,
+             "not planned: chunks in one group do no extra work")))  # fmt: skip
+    w = _grouped(airs, log_ns, config, device, tuple(k or 0 for k in chunks), fixed, host)
+    over = [r for r in w.rounds if _least(w, r) > w.budgets[r.device].bytes]
+    if p.fits and over:
+        r = over[0]
+        return dataclasses.replace(
+            p,
+            compared=(
+                (split, True, p.peak, sum(px.values()), ""),
+                (
+                    whole_way + " with held buffers recomputed, parked or in row blocks",
+                    False,
+                    None,
+                    None,
+                    f"not planned: round '{r.name}' alone needs {_size(_least(w, r))} whatever is parked or recomputed",
+                ),
+            ),
+        )
+    w = _fitted(w, airs, log_ns, config, device, host, may)
+    wx = cost.extra_seconds(w, config.hash)
+    used = ", ".join(k for k in ("recompute", "park", "blocks") if k in wx)
+    ways = [(w, whole_way + (f" ({used})" if used else ""), sum(wx.values())),
+            (p, split, sum(px.values()))]  # fmt: skip
+
+    def rank(entry):
+        q, _, x = entry
+        return (not q.fits, x if q.fits else q.binding.total / q.budgets[q.binding.device].bytes)
+
+    ways.sort(key=rank)  # stable: the whole tables first on a tie
+    return dataclasses.replace(ways[0][0], compared=tuple((way, q.fits, q.peak, x, "") for q, way, x in ways))
+
+
+def _least(p: Plan, r: RoundMemory) -> int:
+    """A lower bound of round ``r``'s device set under any held-buffer strategy: its arguments
+    and, unless it can run in more row blocks, its temporaries (nothing held is needed)."""
+    blockable = held_name(r.table, r.name) in p.blockable
+    return r.arguments + max(0, (0 if blockable else r.temporaries) - r.aliased)
 
 
 def _held_strategies(p: Plan, airs, log_ns, config, device, host, may_park: bool, may_recompute: bool,

@@ -1,0 +1,81 @@
+"""What a plan's ways of fitting cost a proof in time: an estimate, from bytes the plan already knows.
+
+A plan that keeps every buffer on the device and proves each table whole does no extra work.
+Every other way of fitting a budget does some, and the planner compares them with this estimate
+(:func:`jaxstark.memory.plan.plan_checked`: a row-local table over the budget is split into row
+chunks *or* proven whole with held buffers recomputed, parked or its rounds in more row blocks,
+whichever is estimated cheaper). Per plan, seconds of extra work per proof:
+
+* **parked** buffer: copied out once and back in for each round that takes it --
+  ``bytes x (1 + copies back) / park_rate``;
+* **recomputed** tree: built once more where it is opened -- ``tree bytes / tree_rate[hash]``;
+* **row blocks**: each block beyond the first is one more pass over the round's loop --
+  ``(blocks - 1) x block_seconds`` (on the CPU, where some rounds run in blocks by default, this
+  counts those too; its ``block_seconds`` is small);
+* **row chunks in several groups**: each group's commitments are computed again before its
+  rounds 2-5 (the plan's ``... again`` rounds) -- ``their outputs' bytes / commit_rate``. Chunks
+  proven under ``vmap`` otherwise cost what the whole table costs (RESULTS.md, "Where a chunked
+  proof's time went": four chunks of 2^20 rows in one group, 0.35 s of rounds as the whole
+  2^22-row table), so one group is estimated at no extra time -- but a chunked proof is a
+  different, larger proof (each chunk has its own openings and FRI), which is why a tie goes to
+  the whole table.
+
+The rates are measured figures (``benchmarks/RESULTS.md``), per platform; an accelerator other
+than a GPU takes the GPU's. They are for choosing between plans, not promises: a plan prints
+its estimate beside what it chose.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+__all__ = ["Rates", "RATES", "rates", "extra_seconds"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Rates:
+    park: float  # bytes per second of a parked buffer's copies out and back, together
+    tree: dict  # hash name -> bytes of Merkle tree nodes built per second
+    commit: float  # bytes of a commit round's outputs (LDE, coefficients, tree) per second
+    block: float  # seconds per extra block of rows of a blocked round
+
+
+RATES = {
+    # one H200, jax 0.11.2: parking Fibonacci and ALU 2^22 cost 0.83 s for 2 GiB and 1.9 s for
+    # 6.6 GiB of copies ("Parking held buffers in host memory"); trees 2^23 x 62 (2^24 nodes of
+    # 32 B) in 3.74 / 13.0 / 147 ms (BLAKE3 / Keccak / Poseidon2); the ALU 2^22 trace commit
+    # (1.6 GB of outputs) in 13.8 ms; DEEP in 8 row blocks ~4x its one-piece time (~3-4 ms a block)
+    "gpu": Rates(
+        park=3.0e9, tree={"blake3": 1.4e11, "keccak256": 4.1e10, "poseidon2": 3.7e9}, commit=1.1e11, block=3.5e-3
+    ),
+    # 2-core CPU, jax 0.10.2, `bench_warm.py --example alu --log-rows 16`: the trace commit
+    # (29 MB of outputs) in 162 ms, FRI layer 0 (a 2^17-node tree and a fold) in 35 ms; a parked
+    # buffer is a host-memory copy; blocks are the CPU's default way of running those rounds
+    "cpu": Rates(
+        park=4.0e9, tree={"blake3": 1.2e8, "keccak256": 6.0e7, "poseidon2": 1.5e7}, commit=1.8e8, block=1.0e-4
+    ),
+}
+
+
+def rates(platform: str) -> Rates:
+    """The rates of a platform (an accelerator other than a GPU: the GPU's)."""
+    return RATES.get(platform, RATES["gpu"])
+
+
+def extra_seconds(plan, hash_name: str) -> dict[str, float]:
+    """Estimated seconds of extra work per proof of ``plan`` against keeping every buffer on
+    the device and proving every table whole, per way ("park", "recompute", "blocks",
+    "chunks"; only those the plan uses)."""
+    r = rates(plan.default_device.platform)
+    out = {}
+    if plan.parked:
+        out["park"] = sum(b * (1 + k) for _, b, k in plan.parked) / r.park
+    if plan.recomputed:
+        tree = r.tree.get(hash_name, min(r.tree.values()))
+        out["recompute"] = sum(b for _, b, _ in plan.recomputed) / tree
+    if plan.row_blocks:
+        out["blocks"] = sum(k - 1 for _, k in plan.row_blocks) * r.block
+    again = [x for x in plan.rounds if x.name.endswith(" again")]
+    if again:
+        out["chunks"] = sum(x.outputs for x in again) / r.commit
+    return out
