@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import warnings
 
 import jax
@@ -164,21 +165,43 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
                         "the proof will not verify",
                         stacklevel=3,
                     )
+    # rounds 2-5 in waves of units on distinct devices: a wave's units are all dispatched, so
+    # their devices work at once, then each is collected (the host's one wait for its values)
+    # and released, in order
     proofs = [None] * n
-    for i in order:
-        u = us[i]
-        if again[i]:  # the group's commitments again (the same executables; the transcript is not touched)
-            args = (traces[i], domains[i], tr)
-            mains[i], _ = _run(ex, i, TRACE_COMMIT_AGAIN, args, config, _spread(u, 3), group=True)
-            if airs[i].num_aux_columns:
-                args = (traces[i], domains[i], challenges, tr)
-                auxes[i], _ = _run(ex, i, AUX_COMMIT_AGAIN, args, config, _spread(u, 4), group=True, air=airs[i])
-        proofs[i] = _table_rounds(
-            ex, i, u, forks[i], airs[i], publics[i], config, domains[i], mains[i], auxes[i], challenges, tr, debug
-        )
-        mains[i] = auxes[i] = bads[i] = None
-        ex.release(i)
+    for wave in waves(order, ex.devset):
+        finishes = []
+        for i in wave:
+            u = us[i]
+            if again[i]:  # the group's commitments again (the same executables; the transcript is not touched)
+                args = (traces[i], domains[i], tr)
+                mains[i], _ = _run(ex, i, TRACE_COMMIT_AGAIN, args, config, _spread(u, 3), group=True)
+                if airs[i].num_aux_columns:
+                    args = (traces[i], domains[i], challenges, tr)
+                    auxes[i], _ = _run(ex, i, AUX_COMMIT_AGAIN, args, config, _spread(u, 4), group=True, air=airs[i])
+            finishes.append(_table_rounds(ex, i, u, forks[i], airs[i], publics[i], config, domains[i], mains[i],
+                                          auxes[i], challenges, tr, debug))  # fmt: skip
+        for i, finish in zip(wave, finishes, strict=True):
+            proofs[i] = finish()
+            mains[i] = auxes[i] = bads[i] = None
+            ex.release(i)
     return [p for i, u in enumerate(us) for p in (proofs[i] if ex.concrete else [None] * u.count)]
+
+
+def waves(order, devset) -> list[list[int]]:
+    """The units of ``order`` (rounds 2-5) in waves: each wave the longest run of units whose
+    devices (``devset(unit)``, a set) no earlier unit of the wave uses. A wave's units are
+    dispatched together, so their devices work at once; a unit that shares a device with the
+    wave starts the next one (what a device holds stays one unit's at a time)."""
+    out, busy = [], set()
+    for i in order:
+        d = devset(i)
+        if not out or busy & d:
+            out.append([])
+            busy = set()
+        out[-1].append(i)
+        busy |= d
+    return out
 
 
 def _run(ex, table: int | None, name: str, args: tuple, config: StarkConfig, axes: tuple | None = None, /, *,
@@ -207,10 +230,11 @@ def _fork_indices(us, chunks) -> list:
     ]
 
 
-def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, challenges, tr, debug) -> list | None:
-    """Rounds 2-5 of unit ``i`` on its own fork(s) of the transcript: a table, or a group of
-    row chunks under ``vmap`` (the domain, challenges and public inputs shared, the rest
-    batched). Returns the unit's table proofs (one per chunk)."""
+def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, challenges, tr, debug):
+    """Dispatch rounds 2-5 of unit ``i`` on its own fork(s) of the transcript: a table, or a
+    group of row chunks under ``vmap`` (the domain, challenges and public inputs shared, the
+    rest batched). Returns a function that waits for the unit's values and returns its table
+    proofs (one per chunk; None when abstract)."""
     b = 0 if unit.split else None  # the vmap axis of a unit's own values
     grp = (lambda *axes: axes) if unit.split else (lambda *axes: None)  # noqa: E731
     no_aux = None if aux is None else b
@@ -247,7 +271,12 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
                             label=openings_name(what))  # fmt: skip
         ex.drop((leaves, nodes))
     if not ex.concrete:
-        return None
+        return lambda: None
+    return functools.partial(_table_values, ex, unit, air, domain, opened, ood, fri, q, comp, aux, r1.bad, debug)
+
+
+def _table_values(ex, unit, air, domain, opened, ood, fri, q, comp, aux, bad, debug) -> list:
+    """A dispatched unit's table proofs from its device values, checked."""
     # everything the proof needs from the device, in one transfer (the rounds are not waited for
     # one by one: this is where the host first waits for the unit's results)
     got, values, excess, bad = ex.host((
@@ -255,7 +284,7 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
                      parts_z=ood.parts_z, fri_final=fri.final, nonce=q.nonce,
                      bus_sums=None if aux is None else aux.sums),
         comp.excess,
-        r1.bad,
+        bad,
     ))  # fmt: skip
     fields = dict(values, **_opened_fields(got))
     _check_canonical(air, unit, bad)

@@ -36,11 +36,22 @@ print(plan.chunking(0), flush=True)
 
 if jax.process_count() == 1:  # a statement of whole tables: they take the devices in turn
     from jaxstark.examples.machine import machine_example
+    from jaxstark.memory import executor
 
     tables = machine_example(6, bits=4)
     small = js.StarkConfig(blowup=2, num_queries=10, grinding_bits=2, fri_final_degree=4)
     machine_plan = js.plan([(air, t) for air, t, _ in tables], config=small)
     print(*(f"{u.name} on {u.device}" for u in machine_plan.tables), sep="\n", flush=True)
+    events = []  # the runner's dispatches and host waits, in order
+    run, host = executor.Runner.run, executor.Runner.host
+    executor.Runner.run = lambda self, table, name, *a, **k: (
+        events.append(f"run {table} {name}") or run(self, table, name, *a, **k)
+    )
+    executor.Runner.host = lambda self, tree: events.append("host") or host(self, tree)
     machine = js.prove(tables, config=small)
+    executor.Runner.run, executor.Runner.host = run, host
     assert js.verify([air for air, _, _ in tables], machine.to_bytes(), config=small)
+    with open(out + ".machine", "wb") as f:
+        f.write(machine.to_bytes())
     print("machine verified", flush=True)
+    print("events:", ";".join(events), flush=True)

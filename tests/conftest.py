@@ -46,11 +46,11 @@ if "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", ""):
     if os.environ["JAXSTARK_TESTS_EMITTER_FLAG"] == "1":
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _EMITTERS).strip()
 
-import jax
-import pytest
-from hypothesis import HealthCheck, settings
+import jax  # noqa: E402  (after XLA_FLAGS is settled)
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
-import jaxstark  # turns on 64-bit mode
+import jaxstark  # noqa: E402  (turns on 64-bit mode)
 
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 

@@ -13,6 +13,7 @@ import pytest
 import jaxstark as js
 from jaxstark.chunking import CHUNK_ENV, GROUP_ENV
 from jaxstark.examples import EXAMPLES, Fibonacci
+from jaxstark.examples.machine import machine_example
 from jaxstark.memory import dispatch_count
 
 
@@ -153,6 +154,16 @@ def test_groups_split_over_4_host_devices_give_the_same_proof(tmp_path, alu14, c
     assert {"Alu on cpu:0", "Program on cpu:1", "RangeTable on cpu:2"} <= set(stdout.splitlines()), stdout
     assert "machine verified" in stdout
     assert js.verify(air, data, public, cfg())
+    # the three tables on three devices give the one-device bytes, and their rounds 2-5 were all
+    # dispatched before the host waited for any of them: the devices work at once
+    tables = machine_example(6, bits=4)
+    small = js.StarkConfig(blowup=2, num_queries=10, grinding_bits=2, fri_final_degree=4)
+    assert (tmp_path / "spread.bin.machine").read_bytes() == js.prove(tables, config=small).to_bytes()
+    events = next(line for line in stdout.splitlines() if line.startswith("events: "))[8:].split(";")
+    forks = [k for k, e in enumerate(events) if e.endswith(" fork")]
+    queries = [k for k, e in enumerate(events) if e.endswith(" queries")]
+    waits = [k for k, e in enumerate(events) if e == "host" and k > forks[0]]
+    assert len(forks) == len(queries) == 3 and max(queries) < waits[0], events
 
 
 def test_two_processes_prove_one_statement(tmp_path, alu14, chunked):

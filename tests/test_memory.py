@@ -2,6 +2,7 @@
 test-only host fallback."""
 
 import os
+import types
 
 import jax
 import jax.numpy as jnp
@@ -9,9 +10,12 @@ import numpy as np
 import pytest
 
 import jaxstark as js
+from jaxstark.chunking import units
 from jaxstark.examples import EXAMPLES
 from jaxstark.memory import cost, dispatch_count, executor
 from jaxstark.memory.budget import ENV_BUDGET, device_budget
+from jaxstark.memory.plan import _placement
+from jaxstark.schedule import waves
 
 
 def cfg(**kw):
@@ -601,3 +605,21 @@ def test_held_strategies_are_checked():
     with pytest.raises(ValueError, match="held_strategies"):
         cfg(held_strategies=["park"])
     assert cfg(held_strategies=()).fingerprint() == cfg().fingerprint()  # a memory knob: not part of the proof
+
+
+def test_whole_tables_are_balanced_over_devices_by_estimated_work():
+    """More whole tables than devices: the largest estimated work (``cost.table_work``, LDE
+    bytes) first, each onto the device with the least so far; as many devices as tables: one
+    each, in statement order. Rounds 2-5 then run in waves of units on distinct devices."""
+    fake = [types.SimpleNamespace(process_index=0, platform="cpu", id=k) for k in range(2)]
+    air = EXAMPLES["alu"](4)[0]
+    log_ns = (10, 14, 12, 13, 11)  # work in proportion 1, 16, 4, 8, 2
+    us = units(log_ns, (0,) * 5)
+    devices, _, _ = _placement(us, (air,) * 5, cfg(), fake[0], tuple(fake))
+    # 14 -> d0 (16), 13 -> d1 (8), 12 -> d1 (12), 11 -> d1 (14), 10 -> d1 (15)
+    assert [devices[i].id for i in range(5)] == [1, 0, 1, 1, 1]
+    assert cost.table_work(air, 14, 2) == 16 * cost.table_work(air, 10, 2)
+    each, _, _ = _placement(us[:2], (air,) * 2, cfg(), fake[0], tuple(fake))
+    assert [each[i].id for i in range(2)] == [0, 1]
+    assert waves((0, 1, 2, 3, 4), lambda i: {devices[i].id}) == [[0, 1], [2], [3], [4]]
+    assert waves((1, 0, 2), lambda i: {devices[i].id}) == [[1, 0], [2]]

@@ -67,8 +67,10 @@ def reject_code(air, proof, public, cfg) -> str:
 def test_changed_trace_value_is_rejected(fib):
     air, trace, public, cfg, _ = fib
     bad = trace.at[5, 1].set(trace[5, 1] + np.uint64(1))
-    with pytest.warns(UserWarning, match="does not satisfy the AIR"):
+    with pytest.warns(UserWarning, match="does not satisfy the AIR") as caught:
         proof = js.prove(air, bad, public, cfg)  # no debug check: a proof comes out
+    (warned,) = [w for w in caught if "does not satisfy the AIR" in str(w.message)]
+    assert warned.filename == __file__, [(w.filename, str(w.message)[:80]) for w in caught]  # the caller's line
     assert reject_code(air, proof, public, cfg) == "ood"
 
 

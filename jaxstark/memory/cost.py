@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["Rates", "RATES", "rates", "extra_seconds"]
+__all__ = ["Rates", "RATES", "rates", "extra_seconds", "table_work"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,3 +79,11 @@ def extra_seconds(plan, hash_name: str) -> dict[str, float]:
     if again:
         out["chunks"] = sum(x.outputs for x in again) / r.commit
     return out
+
+
+def table_work(air, log_rows: int, blowup: int) -> int:
+    """A table's proof work, for balancing tables over devices: the bytes of its low-degree
+    extensions (main columns, aux and composition parts as extension columns). Every heavy round
+    -- the NTTs, the trees, DEEP, the composition -- scales with them."""
+    size = (1 << log_rows) * blowup
+    return size * 8 * (air.width + 3 * (air.num_aux_columns + air.composition_parts))

@@ -66,7 +66,7 @@ from jaxstark.memory.model import model
 from jaxstark.ntt import _target_device
 from jaxstark.progress import format_bytes as _size
 from jaxstark.rounds import openings_name, r4_fri_layer, registered
-from jaxstark.schedule import check_shape, schedule, table_chunks
+from jaxstark.schedule import check_shape, schedule, table_chunks, waves
 
 __all__ = ["Plan", "TablePlan", "plan", "plan_checked"]
 
@@ -143,6 +143,13 @@ class Plan:
         )
 
     @property
+    def waves(self) -> list[list[int]]:
+        """The units' rounds 2-5 in waves (:func:`jaxstark.schedule.waves`): a wave's units, on
+        distinct devices, are dispatched together and their devices work at once."""
+        return waves(self.order, lambda i: frozenset(self.meshes[i].devices.flat) if i in self.meshes
+                     else frozenset([self.devices[i]]))  # fmt: skip
+
+    @property
     def binding(self) -> RoundMemory:
         """The round with the largest device set relative to its device's budget."""
         return max(self.rounds, key=lambda r: r.total / self.budgets[r.device].bytes)
@@ -189,6 +196,7 @@ class Plan:
             budgets={dev: dict(bytes=x.bytes, source=x.source, device=x.device) for dev, x in self.budgets.items()},
             units=units,
             order=list(self.order),
+            waves=self.waves,
             chunks_log2=list(self.chunks),
             group_log2=list(self.groups),
             chunking=[self.chunking(t) for t in range(len(self.chunks))],
@@ -323,7 +331,9 @@ class Plan:
                 lines.append(f"statement table {t} {words}")
         for t in self.tables:
             lines.append(f"unit {t.index} {t.name}: {t.shape} on {t.device}{' -- ' + t.policy if t.policy else ''}")
-        lines.append(f"rounds 2-5 in table order {list(self.order)}")
+        together = [w for w in self.waves if len(w) > 1]
+        lines.append(f"rounds 2-5 in table order {list(self.order)}"
+                     + (f"; units on distinct devices at once: {together}" if together else ""))  # fmt: skip
         lines.append(self.trace_residency())
         lines.append(self.held_strategy())
         lines += self.cost_lines()
@@ -345,11 +355,23 @@ class Plan:
 
 def _placement(us, airs, config: StarkConfig, default: jax.Device, spread: tuple):
     """Where each unit runs: below the row floor, on the CPU by policy; a group of chunks, split
-    over as many devices of ``spread`` as it has chunks (a mesh); a whole table, on this process's
-    devices in turn (each holds its own tables' buffers). Returns (devices: the unit's device,
-    the first of its mesh; meshes; policies)."""
+    over as many devices of ``spread`` as it has chunks (a mesh); whole tables, one per device of
+    this process in statement order where there are enough, else balanced by estimated work
+    (:func:`jaxstark.memory.cost.table_work`: the largest first, each onto the device with the
+    least so far). Each device holds its own tables' buffers. Returns (devices: the unit's
+    device, the first of its mesh; meshes; policies)."""
     local = [d for d in spread if d.process_index == jax.process_index()]
-    devices, meshes, policies, whole = {}, {}, {}, 0
+    devices, meshes, policies = {}, {}, {}
+    floor = default.platform != "cpu" and config.device_row_floor_log2
+    whole = [i for i, u in enumerate(us) if not u.split and not (floor and u.log_rows < floor)]
+    if len(whole) <= len(local):  # a device each, in statement order
+        onto = {i: local[k] for k, i in enumerate(whole)}
+    else:  # the largest estimated work first, each onto the device with the least so far
+        load, onto = [0.0] * len(local), {}
+        work = {i: cost.table_work(airs[us[i].table], us[i].log_rows, config.blowup) for i in whole}
+        for i in sorted(whole, key=lambda i: (-work[i], i)):
+            k = min(range(len(local)), key=lambda k: (load[k], k))
+            onto[i], load[k] = local[k], load[k] + work[i]
     for i, u in enumerate(us):
         devices[i], policies[i] = default, ""
         if default.platform != "cpu" and u.log_rows < config.device_row_floor_log2:
@@ -366,7 +388,7 @@ def _placement(us, airs, config: StarkConfig, default: jax.Device, spread: tuple
             if d > 1:
                 meshes[i] = Mesh(np.array(spread[:d]), (CHUNK_AXIS,))
         else:
-            devices[i], whole = local[whole % len(local)], whole + 1
+            devices[i] = onto[i]
     return devices, meshes, policies
 
 
