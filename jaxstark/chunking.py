@@ -32,8 +32,10 @@ Devices: a group is split along its group axis over a mesh of the devices given 
 of every process), as many as it has chunks (a power of two): each device proves its share of
 the group's chunks (``jax.sharding.NamedSharding`` over the mesh axis ``"chunks"``; the domain
 tables, challenges and transcripts replicated), and the planner's figures are per device.
-Tables that are not split take the process's devices in turn (each device holds its own
-tables' buffers; their rounds run one after another).
+Tables that are not split get a device of this process each while there are enough, else are
+balanced over them by estimated work (:func:`jaxstark.memory.plan._placement`); each device
+holds its own tables' buffers, and the rounds 2-5 of units on distinct devices are dispatched
+together (:func:`jaxstark.schedule.waves`).
 
 Data flow (``jaxstark.schedule.schedule`` over units, not tables)::
 

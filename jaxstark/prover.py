@@ -136,7 +136,8 @@ def prove(
     defaults to JAX's default device; tables below the config's row floor run on the CPU. A
     group of row chunks (:mod:`jaxstark.chunking`) is split over ``devices`` (default: ``[device]``
     when ``device`` is given, else every device of the target platform, of every process), and
-    whole tables take this process's ``devices`` in turn.
+    whole tables are placed on this process's ``devices`` (one each while there are enough,
+    else balanced by estimated work), those on distinct devices proven at the same time.
 
     A trace value ``>= p`` raises :class:`~jaxstark.errors.NonCanonicalError` naming its table,
     row and column: found by the trace commit on the device and raised when the table's values

@@ -139,23 +139,30 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
     auxes, challenges, sums_of = [None] * n, None, {}
     if any(a.num_aux_columns for a in airs):
         tr, challenges = _run(ex, None, LOGUP_CHALLENGES, (tr,), config)
+        read = {}  # per unit: what the host checks of its aux commit (read once they are all dispatched)
+
+        def check(values: dict):
+            for i, (degenerate, sums, bad) in zip(values, ex.host(tuple(values.values())), strict=True):
+                _check_canonical(airs[i], us[i], bad)
+                if bool(np.any(degenerate)):
+                    raise AirViolation(
+                        f"{airs[i].name}: a LogUp fingerprint is zero (the challenges hit a tuple of the trace; "
+                        "probability about n / p^3); change the trace and prove again"
+                    )
+                sums_of[i] = np.asarray(sums).reshape(-1, len(bus_layout(airs[i])), 3)
+
         for i, (a, u) in enumerate(zip(airs, us, strict=True)):
             if a.num_aux_columns:
                 args = (traces[i], domains[i], challenges, tr)
                 auxes[i], tr = _run(ex, i, AUX_COMMIT, args, config, _spread(u, 4), group=u.split, air=a)
-                if ex.concrete:
-                    degenerate, sums, bad = ex.host((auxes[i].degenerate, auxes[i].sums, bads[i]))
-                    _check_canonical(a, u, bad)
-                    if bool(np.any(degenerate)):
-                        raise AirViolation(
-                            f"{a.name}: a LogUp fingerprint is zero (the challenges hit a tuple of the trace; "
-                            "probability about n / p^3); change the trace and prove again"
-                        )
-                    sums_of[i] = np.asarray(sums).reshape(-1, len(bus_layout(a)), 3)
-                if again[i]:
+                read[i] = (auxes[i].degenerate, auxes[i].sums, bads[i])
+                if again[i]:  # read before the group's commitment is dropped
+                    if ex.concrete:
+                        check({i: read.pop(i)})
                     ex.drop(auxes[i])
                     auxes[i] = None
         if ex.concrete:
+            check(read)
             each = [(a, s) for i, (a, u) in enumerate(zip(airs, us, strict=True))
                     for s in sums_of.get(i, np.zeros((u.count, 0, 3), np.uint64))]  # fmt: skip
             for bus, total in bus_balance([a for a, _ in each], [s for _, s in each]).items():
