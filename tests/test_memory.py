@@ -14,7 +14,7 @@ from jaxstark.chunking import units
 from jaxstark.examples import EXAMPLES
 from jaxstark.memory import cost, dispatch_count, executor
 from jaxstark.memory.budget import ENV_BUDGET, device_budget
-from jaxstark.memory.plan import _placement
+from jaxstark.memory.plan import _interleaved, _placement
 from jaxstark.schedule import waves
 
 
@@ -623,3 +623,10 @@ def test_whole_tables_are_balanced_over_devices_by_estimated_work():
     assert [each[i].id for i in range(2)] == [0, 1]
     assert waves((0, 1, 2, 3, 4), lambda i: {devices[i].id}) == [[0, 1], [2], [3], [4]]
     assert waves((1, 0, 2), lambda i: {devices[i].id}) == [[1, 0], [2]]
+
+
+def test_units_of_distinct_devices_are_interleaved_keeping_each_devices_order():
+    on = {0: "a", 1: "a", 2: "b", 3: "a", 4: "b"}
+    assert _interleaved((0, 1, 2, 3, 4), lambda i: frozenset(on[i])) == (0, 2, 1, 4, 3)
+    assert _interleaved((3, 4, 0, 2, 1), lambda i: frozenset(on[i])) == (3, 4, 0, 2, 1)
+    assert _interleaved((0, 1), lambda i: frozenset("ab" if i == 0 else "a")) == (0, 1)  # overlapping: unchanged

@@ -689,12 +689,16 @@ def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozen
     def worst(rounds):
         return max(r.total / budgets[r.device].bytes for r in rounds)
 
+    def devset(i):
+        return frozenset(meshes[i].devices.flat) if i in meshes else frozenset([devices[i]])
+
     def run(order):
+        order = _interleaved(order, devset)
         return _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order, host, park,
-                            frozenset(recompute), blocks)  # fmt: skip
+                            frozenset(recompute), blocks), order  # fmt: skip
 
     statement = tuple(range(len(us)))
-    best_order, best = statement, run(statement)
+    best, best_order = run(statement)
     if len(us) > 1:
         weight = dict.fromkeys(statement, 0)
         for r in best.rounds:
@@ -702,8 +706,8 @@ def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozen
                 weight[r.table] = max(weight[r.table], r.total)
         heavy_first = tuple(sorted(statement, key=lambda i: -weight[i]))
         for order in (heavy_first, heavy_first[::-1]):
-            if order != best_order:
-                walked = run(order)
+            if _interleaved(order, devset) != best_order:
+                walked, order = run(order)
                 if worst(walked.rounds) < worst(best.rounds):
                     best_order, best = order, walked
     tables = tuple(
@@ -718,6 +722,23 @@ def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozen
                 host, parked, dict(best.parkable), recomputed=recomputed,
                 recomputable=dict(best.recomputable), row_blocks=tuple(sorted(blocks.items())),
                 blockable=dict(best.blocked))  # fmt: skip
+
+
+def _interleaved(order: tuple, devset) -> tuple:
+    """``order`` with the units of distinct devices taken in turn (each device's units keep their
+    order): the first unit of every device, then the second, ... -- so that the waves of rounds
+    2-5 (:func:`jaxstark.schedule.waves`) hold as many devices as they can. What a device holds
+    does not change: only its own units' buffers count on it, in the same order. Unchanged when
+    two units' devices overlap without being the same (a group of row chunks over a mesh)."""
+    sets = {devset(i) for i in order}
+    if any(a != b and a & b for a in sets for b in sets):
+        return tuple(order)
+    rank, seen = {}, {}
+    for i in order:
+        d = devset(i)
+        rank[i] = seen.get(d, 0)
+        seen[d] = rank[i] + 1
+    return tuple(sorted(order, key=lambda i: rank[i]))  # stable: the order within each rank kept
 
 
 def _rebuilt_in(tree: str) -> str:
