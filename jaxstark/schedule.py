@@ -139,10 +139,24 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
     auxes, challenges, sums_of = [None] * n, None, {}
     if any(a.num_aux_columns for a in airs):
         tr, challenges = _run(ex, None, LOGUP_CHALLENGES, (tr,), config)
-        read = {}  # per unit: what the host checks of its aux commit (read once they are all dispatched)
-
-        def check(values: dict):
-            for i, (degenerate, sums, bad) in zip(values, ex.host(tuple(values.values())), strict=True):
+        # what the host checks of each aux commit, read once they are all dispatched (a group of
+        # row chunks whose commitments are computed again: read before they are dropped)
+        read, got = {}, {}
+        for i, (a, u) in enumerate(zip(airs, us, strict=True)):
+            if a.num_aux_columns:
+                args = (traces[i], domains[i], challenges, tr)
+                auxes[i], tr = _run(ex, i, AUX_COMMIT, args, config, _spread(u, 4), group=u.split, air=a)
+                read[i] = (auxes[i].degenerate, auxes[i].sums, bads[i])
+                if again[i]:
+                    if ex.concrete:
+                        got[i] = ex.host(read.pop(i), (i, AUX_COMMIT))
+                    ex.drop(auxes[i])
+                    auxes[i] = None
+        if ex.concrete:
+            if read:
+                got.update(zip(read, ex.host(tuple(read.values()), (max(read), AUX_COMMIT)), strict=True))
+            for i in sorted(got):  # the first bad table in statement order is the one named
+                degenerate, sums, bad = got[i]
                 _check_canonical(airs[i], us[i], bad)
                 if bool(np.any(degenerate)):
                     raise AirViolation(
@@ -150,19 +164,6 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
                         "probability about n / p^3); change the trace and prove again"
                     )
                 sums_of[i] = np.asarray(sums).reshape(-1, len(bus_layout(airs[i])), 3)
-
-        for i, (a, u) in enumerate(zip(airs, us, strict=True)):
-            if a.num_aux_columns:
-                args = (traces[i], domains[i], challenges, tr)
-                auxes[i], tr = _run(ex, i, AUX_COMMIT, args, config, _spread(u, 4), group=u.split, air=a)
-                read[i] = (auxes[i].degenerate, auxes[i].sums, bads[i])
-                if again[i]:  # read before the group's commitment is dropped
-                    if ex.concrete:
-                        check({i: read.pop(i)})
-                    ex.drop(auxes[i])
-                    auxes[i] = None
-        if ex.concrete:
-            check(read)
             each = [(a, s) for i, (a, u) in enumerate(zip(airs, us, strict=True))
                     for s in sums_of.get(i, np.zeros((u.count, 0, 3), np.uint64))]  # fmt: skip
             for bus, total in bus_balance([a for a, _ in each], [s for _, s in each]).items():
@@ -200,6 +201,8 @@ def waves(order, devset) -> list[list[int]]:
     devices (``devset(unit)``, a set) no earlier unit of the wave uses. A wave's units are
     dispatched together, so their devices work at once; a unit that shares a device with the
     wave starts the next one (what a device holds stays one unit's at a time)."""
+    if jax.process_count() > 1:  # every process issues the same dispatches and reads in one order
+        return [[i] for i in order]
     out, busy = [], set()
     for i in order:
         d = devset(i)
@@ -279,11 +282,11 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
         ex.drop((leaves, nodes))
     if not ex.concrete:
         return lambda: None
-    return functools.partial(_table_values, ex, unit, air, domain, opened, ood, fri, q, comp, aux, r1.bad, debug)
+    return functools.partial(_table_values, ex, i, unit, air, domain, opened, ood, fri, q, comp, aux, r1.bad, debug)
 
 
-def _table_values(ex, unit, air, domain, opened, ood, fri, q, comp, aux, bad, debug) -> list:
-    """A dispatched unit's table proofs from its device values, checked."""
+def _table_values(ex, i, unit, air, domain, opened, ood, fri, q, comp, aux, bad, debug) -> list:
+    """A dispatched unit's (unit ``i``'s) table proofs from its device values, checked."""
     # everything the proof needs from the device, in one transfer (the rounds are not waited for
     # one by one: this is where the host first waits for the unit's results)
     got, values, excess, bad = ex.host((
@@ -292,7 +295,7 @@ def _table_values(ex, unit, air, domain, opened, ood, fri, q, comp, aux, bad, de
                      bus_sums=None if aux is None else aux.sums),
         comp.excess,
         bad,
-    ))  # fmt: skip
+    ), (i, openings_name("FRI")))  # fmt: skip
     fields = dict(values, **_opened_fields(got))
     _check_canonical(air, unit, bad)
     if bool(np.any(excess)):

@@ -1,7 +1,8 @@
 """Run by tests/test_chunking.py in a fresh process: prove the ALU table (2^14 rows, 2^10-row
 chunks, 8 at a time) on several host devices, or as one of several ``jax.distributed``
 processes, and write the proof's bytes; on several devices of one process, also prove and
-verify the three-table machine (whole tables, placed on the devices in turn).
+verify the three-table machine (whole tables, a device each, rounds 2-5 dispatched together),
+writing its bytes and the runner's dispatches and host reads in order.
 
     python tests/chunk_child.py OUT DEVICES [PROCESS_ID PROCESSES PORT]
 """
@@ -47,7 +48,7 @@ if jax.process_count() == 1:  # a statement of whole tables: they take the devic
     executor.Runner.run = lambda self, table, name, *a, **k: (
         events.append(f"run {table} {name}") or run(self, table, name, *a, **k)
     )
-    executor.Runner.host = lambda self, tree: events.append("host") or host(self, tree)
+    executor.Runner.host = lambda self, tree, *a: events.append("host") or host(self, tree, *a)
     machine = js.prove(tables, config=small)
     executor.Runner.run, executor.Runner.host = run, host
     assert js.verify([air for air, _, _ in tables], machine.to_bytes(), config=small)

@@ -902,10 +902,12 @@ class Runner(_Executor):
         callback(event)
         return event
 
-    def host(self, tree):
+    def host(self, tree, made_by: tuple[int | None, str] | None = None):
         """``tree``'s arrays on the host, gathered from every process when they are spread over
         devices of several processes (fault site "device to host"; a failure is reported with
-        the diagnostic of the last round dispatched, whose results these are)."""
+        the diagnostic of ``made_by``, the unit and round whose results these are -- default the
+        round dispatched last)."""
+        made_by = made_by or self.last
         tree = self._unparked(tree)
         try:
             faults.check(faults.TO_HOST)
@@ -915,7 +917,7 @@ class Runner(_Executor):
 
             return multihost_utils.process_allgather(tree, tiled=True)
         except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
-            self._failed(exc, *self.last, faults.TO_HOST)
+            self._failed(exc, *made_by, faults.TO_HOST)
             return jax.tree.map(np.asarray, tree)  # test-only fallback: a second copy, element by element
 
 

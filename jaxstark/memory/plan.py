@@ -38,8 +38,9 @@ smallest binding round is refused with what bound it. None of them changes the p
 chunks, and whole with the held-buffer search -- and the plan that fits with the smaller
 estimated extra work per proof (:mod:`jaxstark.memory.cost`) is kept, a tie going to the whole
 table (its proof is the unsplit one). Both are named in :attr:`Plan.compared`. Chunks proven in
-one group do no extra work, and a whole table whose rounds cannot fit whatever is parked or
-recomputed cannot win, so neither case plans the whole table's strategies.
+one group do no extra work, chunks spread over several devices do theirs at once, and a whole
+table whose rounds cannot fit whatever is parked or recomputed cannot win, so none of these
+cases plans the whole table's strategies.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ from jaxstark.memory.executor import CHUNK_AXIS, PLANNING, Planner, RoundMemory,
 from jaxstark.memory.model import model
 from jaxstark.ntt import _target_device
 from jaxstark.progress import format_bytes as _size
-from jaxstark.rounds import openings_name, r4_fri_layer, registered
+from jaxstark.rounds import OPENED, openings_name, r4_fri_layer, registered
 from jaxstark.schedule import check_shape, schedule, table_chunks, waves
 
 __all__ = ["Plan", "TablePlan", "plan", "plan_checked"]
@@ -123,8 +124,9 @@ class Plan:
     # estimated seconds of extra work per proof against keeping everything, whole, by way (memory.cost)
     extra: dict[str, float] = dataclasses.field(default_factory=dict)
     # the ways of fitting the planner compared for a table it may split: (way, fits, peak bytes,
-    # estimated extra seconds or None where it was not planned, why), the chosen one first
-    compared: tuple[tuple[str, bool, int | None, float | None, str], ...] = ()
+    # estimated extra seconds; fits, peak and seconds None where it was not planned, and why), the
+    # chosen one first
+    compared: tuple[tuple[str, bool | None, int | None, float | None, str], ...] = ()
 
     def chunking(self, table: int) -> str:
         """How statement table ``table`` is split, in words ('' when whole)."""
@@ -255,7 +257,7 @@ class Plan:
             if x is None:
                 lines.append(f"over {way}: {why}")
                 continue
-            verdict = "fits" if fits else "does not fit"
+            verdict = "fits" if fits else ("refused: does not fit" if i == 0 else "does not fit")
             lines.append(f"{'chose' if i == 0 else 'over'} {way}: est. +{x * 1e3:.1f} ms, peak {_size(peak)}, "
                          f"{verdict}")  # fmt: skip
         return lines
@@ -294,6 +296,7 @@ class Plan:
         raise DeviceBudgetExceeded(
             "the planned device set exceeds the memory budget (nothing was dispatched): "
             + self.diagnostic(r.table, r.name)
+            + "".join("\n  " + line for line in self.cost_lines() if not line.startswith("estimated"))
             + "\n  to fit: lower the blowup, split a row-local table into row chunks "
             "(StarkConfig.max_chunk_rows_log2)" + self._strategies_refused() + ", or use a larger device",
             table=None if table is None else table.name,
@@ -500,8 +503,10 @@ def _compared(p: Plan, airs, log_ns, config, device, chunks, fixed, host, may) -
     same statement with those tables whole, fitted by the held-buffer search, against ``p``, by
     the estimated extra work per proof (:mod:`jaxstark.memory.cost`); the cheaper plan that fits
     is returned (a tie: the whole tables -- the proof is the unsplit one, and smaller), with both
-    ways in :attr:`Plan.compared`. Chunks proven in one group with nothing else applied do no
-    extra work, so then the whole tables are not planned."""
+    ways in :attr:`Plan.compared` (when neither fits, the chunked plan is the one refused). The
+    whole tables are not planned when chunks proven in one group do no extra work, when the
+    chunks are spread over several devices (the estimate prices one device's work), or when one
+    of the whole tables' rounds cannot fit whatever the search does (:func:`_least`)."""
     auto = [t for t, k in enumerate(chunks) if k is None and p.chunks[t]]
     if not auto:
         return p
@@ -511,46 +516,41 @@ def _compared(p: Plan, airs, log_ns, config, device, chunks, fixed, host, may) -
         + ")"
     )
     px = cost.extra_seconds(p, config.hash)
-    whole_way = "whole table" + ("s" if len(auto) > 1 else "")
+    tables = "whole table" + ("s" if len(auto) > 1 else "")
+    whole_way = tables + " with held buffers recomputed, parked or in row blocks"
+
+    def unplanned(why: str) -> Plan:
+        return dataclasses.replace(p, compared=((split, p.fits, p.peak, sum(px.values()), ""),
+                                                (whole_way, None, None, None, "not planned: " + why)))  # fmt: skip
+
     if p.fits and not px:
-        return dataclasses.replace(p, compared=(
-            (split, True, p.peak, 0.0, ""),
-            (whole_way + " with held buffers recomputed, parked or in row blocks", False, None, None,
-             "not planned: chunks in one group do no extra work")))  # fmt: skip
+        return unplanned("chunks in one group do no extra work")
+    spread = {len(p.meshes[u.index].devices.flat) for u in p.tables if u.table in auto and u.index in p.meshes}
+    if spread:  # the estimate prices one device's work: chunks spread over several do theirs at once
+        return unplanned(f"the chunks are spread over {max(spread)} devices")
     w = _grouped(airs, log_ns, config, device, tuple(k or 0 for k in chunks), fixed, host)
-    over = [r for r in w.rounds if _least(w, r) > w.budgets[r.device].bytes]
-    if p.fits and over:
-        r = over[0]
-        return dataclasses.replace(
-            p,
-            compared=(
-                (split, True, p.peak, sum(px.values()), ""),
-                (
-                    whole_way + " with held buffers recomputed, parked or in row blocks",
-                    False,
-                    None,
-                    None,
-                    f"not planned: round '{r.name}' alone needs {_size(_least(w, r))} whatever is parked or recomputed",
-                ),
-            ),
-        )
+    if over := [r for r in w.rounds if _least(w, r) > w.budgets[r.device].bytes]:
+        return unplanned(f"round '{over[0].name}' alone needs {_size(_least(w, over[0]))} whatever is parked or "
+                         "recomputed")  # fmt: skip
     w = _fitted(w, airs, log_ns, config, device, host, may)
     wx = cost.extra_seconds(w, config.hash)
     used = ", ".join(k for k in ("recompute", "park", "blocks") if k in wx)
-    ways = [(w, whole_way + (f" ({used})" if used else ""), sum(wx.values())),
+    ways = [(w, tables + (f" ({used})" if used else ""), sum(wx.values())),
             (p, split, sum(px.values()))]  # fmt: skip
 
-    def rank(entry):
-        q, _, x = entry
-        return (not q.fits, x if q.fits else q.binding.total / q.budgets[q.binding.device].bytes)
-
-    ways.sort(key=rank)  # stable: the whole tables first on a tie
+    if w.fits or p.fits:
+        ways.sort(key=lambda e: (not e[0].fits, e[2]))  # stable: the whole tables first on a tie
+    else:
+        ways.reverse()  # neither fits: the chunks are refused, as before they were compared
     return dataclasses.replace(ways[0][0], compared=tuple((way, q.fits, q.peak, x, "") for q, way, x in ways))
 
 
 def _least(p: Plan, r: RoundMemory) -> int:
     """A lower bound of round ``r``'s device set under any held-buffer strategy: its arguments
-    and, unless it can run in more row blocks, its temporaries (nothing held is needed)."""
+    and, unless it can run in more row blocks, its temporaries (nothing held is needed). 0 for an
+    openings round, whose arguments include trees that recomputing replaces."""
+    if any(r.name == openings_name(what) for what in OPENED):
+        return 0
     blockable = held_name(r.table, r.name) in p.blockable
     return r.arguments + max(0, (0 if blockable else r.temporaries) - r.aliased)
 
@@ -729,9 +729,10 @@ def _interleaved(order: tuple, devset) -> tuple:
     order): the first unit of every device, then the second, ... -- so that the waves of rounds
     2-5 (:func:`jaxstark.schedule.waves`) hold as many devices as they can. What a device holds
     does not change: only its own units' buffers count on it, in the same order. Unchanged when
-    two units' devices overlap without being the same (a group of row chunks over a mesh)."""
+    two units' devices overlap without being the same (a group of row chunks over a mesh) and
+    under ``jax.distributed`` (where waves hold one unit)."""
     sets = {devset(i) for i in order}
-    if any(a != b and a & b for a in sets for b in sets):
+    if jax.process_count() > 1 or any(a != b and a & b for a in sets for b in sets):
         return tuple(order)
     rank, seen = {}, {}
     for i in order:
