@@ -577,8 +577,8 @@ def test_the_planner_compares_row_chunks_with_held_strategies(monkeypatch):
     The same budget under rates that make the copies and tree builds dear chooses the chunks.
     Either proof verifies; the whole table's is the unsplit proof."""
     air, trace, public = EXAMPLES["alu"](14)
-    keep = js.plan(air, jnp.asarray(trace), js.StarkConfig(blowup=2))
-    config = js.StarkConfig(blowup=2, vram_budget_mb=keep.peak * 0.9 / 2**20, max_chunk_rows_log2="auto")
+    keep = js.plan(air, jnp.asarray(trace), cfg())
+    config = cfg(vram_budget_mb=keep.peak * 0.9 / 2**20, max_chunk_rows_log2="auto")
     p = js.plan(air, jnp.asarray(trace), config)
     assert p.fits and len(p.compared) == 2 and all(fits for _, fits, _, _, _ in p.compared)
     (way, _, peak, x, _), (other, _, _, y, _) = p.compared
@@ -587,7 +587,7 @@ def test_the_planner_compares_row_chunks_with_held_strategies(monkeypatch):
     assert "chose whole table" in str(p) and "over row chunks" in str(p)
     proof = js.prove(air, jnp.asarray(trace), public, config)
     assert not any(proof.chunks) and js.verify(air, proof, public, config)
-    unsplit = js.StarkConfig(blowup=2, vram_budget_mb=config.vram_budget_mb)
+    unsplit = cfg(vram_budget_mb=config.vram_budget_mb)
     assert proof.to_bytes() == js.prove(air, jnp.asarray(trace), public, unsplit).to_bytes()
 
     slow = cost.Rates(park=1e3, tree={h: 1e3 for h in cost.RATES["cpu"].tree}, commit=1e9, block=1.0)
