@@ -13,7 +13,6 @@ import pytest
 import jaxstark as js
 from jaxstark.chunking import CHUNK_ENV, GROUP_ENV
 from jaxstark.examples import EXAMPLES, Fibonacci
-from jaxstark.examples.machine import machine_example
 from jaxstark.memory import dispatch_count
 
 
@@ -156,9 +155,7 @@ def test_groups_split_over_4_host_devices_give_the_same_proof(tmp_path, alu14, c
     assert js.verify(air, data, public, cfg())
     # the three tables on three devices give the one-device bytes, and their rounds 2-5 were all
     # dispatched before the host waited for any of them: the devices work at once
-    tables = machine_example(6, bits=4)
-    small = js.StarkConfig(blowup=2, num_queries=10, grinding_bits=2, fri_final_degree=4)
-    assert (tmp_path / "spread.bin.machine").read_bytes() == js.prove(tables, config=small).to_bytes()
+    assert (tmp_path / "spread.bin.machine").read_bytes() == (tmp_path / "spread.bin.machine1").read_bytes()
     events = next(line for line in stdout.splitlines() if line.startswith("events: "))[8:].split(";")
     forks = [k for k, e in enumerate(events) if e.endswith(" fork")]
     queries = [k for k, e in enumerate(events) if e.endswith(" queries")]
