@@ -590,7 +590,7 @@ def test_the_planner_compares_row_chunks_with_held_strategies(monkeypatch):
     unsplit = cfg(vram_budget_mb=config.vram_budget_mb)
     assert proof.to_bytes() == js.prove(air, jnp.asarray(trace), public, unsplit).to_bytes()
 
-    slow = cost.Rates(park=1e3, tree={h: 1e3 for h in cost.RATES["cpu"].tree}, commit=1e9, block=1.0)
+    slow = cost.Rates(park=1e3, tree={h: 1e3 for h in cost.RATES["cpu"].tree}, commit=1e9, block=1.0, grind=1e9)
     monkeypatch.setitem(cost.RATES, "cpu", slow)
     q = js.plan(air, jnp.asarray(trace), config)
     assert q.fits and q.chunks == (1,) and q.compared[0][0].startswith("row chunks")

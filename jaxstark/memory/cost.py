@@ -13,7 +13,9 @@ whichever is estimated cheaper). Per plan, seconds of extra work per proof:
   ``(blocks - 1) x block_seconds`` (on the CPU, where some rounds run in blocks by default, this
   counts those too; its ``block_seconds`` is small);
 * **row chunks in several groups**: each group's commitments are computed again before its
-  rounds 2-5 (the plan's ``... again`` rounds) -- ``their outputs' bytes / commit_rate``. Chunks
+  rounds 2-5 (the plan's ``... again`` rounds) -- ``their outputs' bytes / commit_rate`` -- and
+  each group beyond the first grinds for its own queries -- ``2^grinding_bits / grind_rate``
+  (the BLAKE3 rate, scaled by the hash's tree rate). Chunks
   proven under ``vmap`` otherwise cost what the whole table costs (RESULTS.md, "Where a chunked
   proof's time went": four chunks of 2^20 rows in one group, 0.35 s of rounds as the whole
   2^22-row table), so one group is estimated at no extra time -- but a chunked proof is a
@@ -38,21 +40,32 @@ class Rates:
     tree: dict  # hash name -> bytes of Merkle tree nodes built per second
     commit: float  # bytes of a commit round's outputs (LDE, coefficients, tree) per second
     block: float  # seconds per extra block of rows of a blocked round
+    grind: float  # grinding nonces tried per second (BLAKE3)
 
 
 RATES = {
     # one H200, jax 0.11.2: parking Fibonacci and ALU 2^22 cost 0.83 s for 2 GiB and 1.9 s for
     # 6.6 GiB of copies ("Parking held buffers in host memory"); trees 2^23 x 62 (2^24 nodes of
     # 32 B) in 3.74 / 13.0 / 147 ms (BLAKE3 / Keccak / Poseidon2); the ALU 2^22 trace commit
-    # (1.6 GB of outputs) in 13.8 ms; DEEP in 8 row blocks ~4x its one-piece time (~3-4 ms a block)
+    # (1.6 GB of outputs) in 13.8 ms; DEEP in 8 row blocks ~4x its one-piece time (~3-4 ms a block);
+    # the queries round (16 grinding bits) in 2.7 ms
     "gpu": Rates(
-        park=3.0e9, tree={"blake3": 1.4e11, "keccak256": 4.1e10, "poseidon2": 3.7e9}, commit=1.1e11, block=3.5e-3
+        park=3.0e9,
+        tree={"blake3": 1.4e11, "keccak256": 4.1e10, "poseidon2": 3.7e9},
+        commit=1.1e11,
+        block=3.5e-3,
+        grind=2.4e7,
     ),
     # 2-core CPU, jax 0.10.2, `bench_warm.py --example alu --log-rows 16`: the trace commit
     # (29 MB of outputs) in 162 ms, FRI layer 0 (a 2^17-node tree and a fold) in 35 ms; a parked
-    # buffer is a host-memory copy; blocks are the CPU's default way of running those rounds
+    # buffer is a host-memory copy; blocks are the CPU's default way of running those rounds; the
+    # queries round (16 grinding bits) in 35 ms
     "cpu": Rates(
-        park=4.0e9, tree={"blake3": 1.2e8, "keccak256": 6.0e7, "poseidon2": 1.5e7}, commit=1.8e8, block=1.0e-4
+        park=4.0e9,
+        tree={"blake3": 1.2e8, "keccak256": 6.0e7, "poseidon2": 1.5e7},
+        commit=1.8e8,
+        block=1.0e-4,
+        grind=1.9e6,
     ),
 }
 
@@ -62,11 +75,11 @@ def rates(platform: str) -> Rates:
     return RATES.get(platform, RATES["gpu"])
 
 
-def extra_seconds(plan, hash_name: str) -> dict[str, float]:
-    """Estimated seconds of extra work per proof of ``plan`` against keeping every buffer on
-    the device and proving every table whole, per way ("park", "recompute", "blocks",
-    "chunks"; only those the plan uses)."""
-    r = rates(plan.default_device.platform)
+def extra_seconds(plan, config) -> dict[str, float]:
+    """Estimated seconds of extra work per proof of ``plan`` (for ``config``: its hash and
+    grinding) against keeping every buffer on the device and proving every table whole, per way
+    ("park", "recompute", "blocks", "chunks"; only those the plan uses)."""
+    r, hash_name = rates(plan.default_device.platform), config.hash
     out = {}
     if plan.parked:
         out["park"] = sum(b * (1 + k) for _, b, k in plan.parked) / r.park
@@ -77,7 +90,10 @@ def extra_seconds(plan, hash_name: str) -> dict[str, float]:
         out["blocks"] = sum(k - 1 for _, k in plan.row_blocks) * r.block
     again = [x for x in plan.rounds if x.name.endswith(" again")]
     if again:
-        out["chunks"] = sum(x.outputs for x in again) / r.commit
+        # the groups past each split table's first (a table's groups are consecutive units)
+        more = sum(u.table == v.table for u, v in zip(plan.tables, plan.tables[1:], strict=False))
+        grind = r.grind * r.tree.get(hash_name, min(r.tree.values())) / r.tree["blake3"]
+        out["chunks"] = sum(x.outputs for x in again) / r.commit + more * 2**config.grinding_bits / grind
     return out
 
 

@@ -451,7 +451,7 @@ def plan_checked(
                         config, (default, spread), host, may)  # fmt: skip
             p = _compared(p, airs, log_ns, config, (default, spread), chunks, fixed, host, may)
             p = dataclasses.replace(p, may_park=may[0], may_recompute=may[1], may_block=may[2],
-                                    extra=cost.extra_seconds(p, config.hash))  # fmt: skip
+                                    extra=cost.extra_seconds(p, config))  # fmt: skip
             _PLANS[key] = p
         finally:
             PLANNING.reset(token)
@@ -515,7 +515,7 @@ def _compared(p: Plan, airs, log_ns, config, device, chunks, fixed, host, may) -
         + "; ".join(f"table {t}: {1 << p.chunks[t]} chunks in groups of {1 << p.groups[t]}" for t in auto)
         + ")"
     )
-    px = cost.extra_seconds(p, config.hash)
+    px = cost.extra_seconds(p, config)
     tables = "whole table" + ("s" if len(auto) > 1 else "")
     whole_way = tables + " with held buffers recomputed, parked or in row blocks"
 
@@ -533,7 +533,7 @@ def _compared(p: Plan, airs, log_ns, config, device, chunks, fixed, host, may) -
         return unplanned(f"round '{over[0].name}' alone needs {_size(_least(w, over[0]))} whatever is parked or "
                          "recomputed")  # fmt: skip
     w = _fitted(w, airs, log_ns, config, device, host, may)
-    wx = cost.extra_seconds(w, config.hash)
+    wx = cost.extra_seconds(w, config)
     used = ", ".join(k for k in ("recompute", "park", "blocks") if k in wx)
     ways = [(w, tables + (f" ({used})" if used else ""), sum(wx.values())),
             (p, split, sum(px.values()))]  # fmt: skip
