@@ -447,9 +447,9 @@ def plan_checked(
         try:
             may = ("park" in config.held_strategies and jax.process_count() == 1,
                    "recompute" in config.held_strategies, "blocks" in config.held_strategies)  # fmt: skip
-            p = _fitted(_plan_checked(airs, log_ns, config, (default, spread), chunks, fixed, host), airs, log_ns,
-                        config, (default, spread), host, may)  # fmt: skip
-            p = _compared(p, airs, log_ns, config, (default, spread), chunks, fixed, host, may)
+            p, whole = _plan_checked(airs, log_ns, config, (default, spread), chunks, fixed, host)
+            p = _fitted(p, airs, log_ns, config, (default, spread), host, may)
+            p = _compared(p, whole, airs, log_ns, config, (default, spread), chunks, host, may)
             p = dataclasses.replace(p, may_park=may[0], may_recompute=may[1], may_block=may[2],
                                     extra=cost.extra_seconds(p, config))  # fmt: skip
             _PLANS[key] = p
@@ -462,23 +462,28 @@ _PLANS: dict = {}
 PLAN_ENV = (ENV_BUDGET, *_POSTURE_VARS)  # what a budget depends on besides the device
 
 
-def _plan_checked(airs, log_ns, config, device, chunks, fixed, host) -> Plan:
+def _plan_checked(airs, log_ns, config, device, chunks, fixed, host) -> tuple[Plan, Plan]:
+    """The plan with every table the planner may split (``chunks`` None) split as needed, and
+    the plan with those tables whole (the first tried)."""
     if all(k is not None for k in chunks):
-        return _grouped(airs, log_ns, config, device, chunks, fixed, host)
+        p = _grouped(airs, log_ns, config, device, chunks, fixed, host)
+        return p, p
     # "auto": whole where the proof fits; else split the binding auto table into chunks whose
     # device set the plan of the whole table says will fit, confirmed by planning them
     auto = {t for t, k in enumerate(chunks) if k is None}
     current = [k or 0 for k in chunks]
     last: dict[int, int] = {}  # per table, the binding device set before its last split
+    first = None
     while True:
         p = _grouped(airs, log_ns, config, device, tuple(current), fixed, host)
+        first = p if first is None else first
         if p.fits:
-            return p
+            return p, first
         r = p.binding
         t = None if r.table is None else p.tables[r.table].table
         budget = p.budgets[r.device].bytes
         if t not in auto or r.total > 0.75 * last.get(t, 2 * r.total):
-            return p  # not a split table's round, or splitting it further no longer shrinks it: refused
+            return p, first  # not a split table's round, or splitting it further no longer shrinks it: refused
         last[t] = r.total
         scaled = r.total - r.fixed
         levels = max(1, math.ceil(math.log2(scaled / max(budget - r.fixed, 1)))) if scaled > 0 else 1
@@ -486,7 +491,7 @@ def _plan_checked(airs, log_ns, config, device, chunks, fixed, host) -> Plan:
         while k > current[t] and not _splits(airs[t], log_ns[t] - k, config):
             k -= 1
         if k <= current[t]:
-            return p  # no taller split fits the AIR's height rules: admission refuses it
+            return p, first  # no taller split fits the AIR's height rules: admission refuses it
         current[t] = k
 
 
@@ -498,9 +503,10 @@ def _fitted(p: Plan, airs, log_ns, config, device, host, may: tuple[bool, bool, 
     return _held_strategies(p, airs, log_ns, config, device, host, *may)
 
 
-def _compared(p: Plan, airs, log_ns, config, device, chunks, fixed, host, may) -> Plan:
+def _compared(p: Plan, whole: Plan, airs, log_ns, config, device, chunks, host, may) -> Plan:
     """For tables the planner may split (``chunks`` None) that ``p`` splits into row chunks: the
-    same statement with those tables whole, fitted by the held-buffer search, against ``p``, by
+    same statement with those tables whole (``whole``, kept everything), fitted by the
+    held-buffer search, against ``p``, by
     the estimated extra work per proof (:mod:`jaxstark.memory.cost`); the cheaper plan that fits
     is returned (a tie: the whole tables -- the proof is the unsplit one, and smaller), with both
     ways in :attr:`Plan.compared` (when neither fits, the chunked plan is the one refused). The
@@ -528,7 +534,7 @@ def _compared(p: Plan, airs, log_ns, config, device, chunks, fixed, host, may) -
     spread = {len(p.meshes[u.index].devices.flat) for u in p.tables if u.table in auto and u.index in p.meshes}
     if spread:  # the estimate prices one device's work: chunks spread over several do theirs at once
         return unplanned(f"the chunks are spread over {max(spread)} devices")
-    w = _grouped(airs, log_ns, config, device, tuple(k or 0 for k in chunks), fixed, host)
+    w = whole
     if over := [r for r in w.rounds if _least(w, r) > w.budgets[r.device].bytes]:
         return unplanned(f"round '{over[0].name}' alone needs {_size(_least(w, over[0]))} whatever is parked or "
                          "recomputed")  # fmt: skip
