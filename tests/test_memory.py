@@ -585,6 +585,7 @@ def test_the_planner_compares_row_chunks_with_held_strategies(monkeypatch):
     assert way.startswith("whole table") and other.startswith("row chunks") and x <= y
     assert p.chunks == (0,) and p.parked and peak == p.peak and x == pytest.approx(sum(p.extra.values()))
     assert "chose whole table" in str(p) and "over row chunks" in str(p)
+    assert sum(p.item_extra.values()) == pytest.approx(x) and "(est. +" in p.held_strategy()  # per buffer
     proof = js.prove(air, jnp.asarray(trace), public, config)
     assert not any(proof.chunks) and js.verify(air, proof, public, config)
     unsplit = cfg(vram_budget_mb=config.vram_budget_mb)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["Rates", "RATES", "rates", "extra_seconds", "table_work"]
+__all__ = ["Rates", "RATES", "rates", "item_seconds", "extra_seconds", "table_work"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,19 +75,28 @@ def rates(platform: str) -> Rates:
     return RATES.get(platform, RATES["gpu"])
 
 
+def item_seconds(plan, config) -> dict[str, float]:
+    """Estimated seconds of extra work per proof of each buffer ``plan`` parks or recomputes
+    and each round it runs in more row blocks, by name (for ``config``'s hash)."""
+    r = rates(plan.default_device.platform)
+    tree = r.tree.get(config.hash, min(r.tree.values()))
+    out = {n: b * (1 + k) / r.park for n, b, k in plan.parked}
+    out.update({n: b / tree for n, b, _ in plan.recomputed})
+    out.update({n: (k - 1) * r.block for n, k in plan.row_blocks})
+    return out
+
+
 def extra_seconds(plan, config) -> dict[str, float]:
     """Estimated seconds of extra work per proof of ``plan`` (for ``config``: its hash and
     grinding) against keeping every buffer on the device and proving every table whole, per way
     ("park", "recompute", "blocks", "chunks"; only those the plan uses)."""
     r, hash_name = rates(plan.default_device.platform), config.hash
+    items = item_seconds(plan, config)
     out = {}
-    if plan.parked:
-        out["park"] = sum(b * (1 + k) for _, b, k in plan.parked) / r.park
-    if plan.recomputed:
-        tree = r.tree.get(hash_name, min(r.tree.values()))
-        out["recompute"] = sum(b for _, b, _ in plan.recomputed) / tree
-    if plan.row_blocks:
-        out["blocks"] = sum(k - 1 for _, k in plan.row_blocks) * r.block
+    for way, names in (("park", [n for n, _, _ in plan.parked]), ("recompute", [n for n, _, _ in plan.recomputed]),
+                       ("blocks", [n for n, _ in plan.row_blocks])):  # fmt: skip
+        if names:
+            out[way] = sum(items[n] for n in names)
     again = [x for x in plan.rounds if x.name.endswith(" again")]
     if again:
         # the groups past each split table's first (a table's groups are consecutive units)

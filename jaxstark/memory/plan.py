@@ -123,6 +123,8 @@ class Plan:
     may_block: bool = True  # StarkConfig.held_strategies allowed more row blocks
     # estimated seconds of extra work per proof against keeping everything, whole, by way (memory.cost)
     extra: dict[str, float] = dataclasses.field(default_factory=dict)
+    # the same per parked or recomputed buffer and per round in more row blocks, by name
+    item_extra: dict[str, float] = dataclasses.field(default_factory=dict, repr=False)
     # the ways of fitting the planner compared for a table it may split: (way, fits, peak bytes,
     # estimated extra seconds; fits, peak and seconds None where it was not planned, and why), the
     # chosen one first
@@ -203,9 +205,14 @@ class Plan:
             group_log2=list(self.groups),
             chunking=[self.chunking(t) for t in range(len(self.chunks))],
             host_traces=list(self.host_traces),
-            parked=[dict(buffer=n, bytes=b, copies_in=k) for n, b, k in self.parked],
-            recomputed=[dict(buffer=n, bytes=b, rebuilt_in=w) for n, b, w in self.recomputed],
-            row_blocks=[dict(round=n, blocks=k) for n, k in self.row_blocks],
+            parked=[
+                dict(buffer=n, bytes=b, copies_in=k, extra_seconds=self.item_extra.get(n)) for n, b, k in self.parked
+            ],
+            recomputed=[
+                dict(buffer=n, bytes=b, rebuilt_in=w, extra_seconds=self.item_extra.get(n))
+                for n, b, w in self.recomputed
+            ],  # fmt: skip
+            row_blocks=[dict(round=n, blocks=k, extra_seconds=self.item_extra.get(n)) for n, k in self.row_blocks],
             extra_seconds=dict(self.extra),
             compared=[
                 dict(way=w, fits=f, peak_bytes=b, extra_seconds=x, note=why) for w, f, b, x, why in self.compared
@@ -231,19 +238,25 @@ class Plan:
         if not self.parked and not self.recomputed and not self.row_blocks:
             return "held buffers: all kept on the device"
         lines = [f"round in row blocks: {n} in {k} blocks of rows, one after another (its temporaries a block's)"
-                 for n, k in self.row_blocks]  # fmt: skip
+                 + self._est(n) for n, k in self.row_blocks]  # fmt: skip
         if self.recomputed:
             total = sum(b for _, b, _ in self.recomputed)
             lines.append(f"held buffers: {len(self.recomputed)} tree(s) recomputed ({_size(total)} not held; each "
                          "built once more, from its matrix, where it is opened):")  # fmt: skip
-            lines += [f"  recompute {n:39} {_size(b):>12}  built again in '{w}'" for n, b, w in self.recomputed]
+            lines += [f"  recompute {n:39} {_size(b):>12}  built again in '{w}'" + self._est(n)
+                      for n, b, w in self.recomputed]  # fmt: skip
         if self.parked:
             total = sum(b for _, b, _ in self.parked)
             lines.append(f"held buffers: {len(self.parked)} parked in host memory between the rounds that take them "
                          f"({_size(total)}; copied out once, back in for each such round):")  # fmt: skip
-            lines += [f"  park {n:44} {_size(b):>12}  copied back {k} time{'s' if k != 1 else ''}"
+            lines += [f"  park {n:44} {_size(b):>12}  copied back {k} time{'s' if k != 1 else ''}" + self._est(n)
                       for n, b, k in self.parked]  # fmt: skip
         return "\n".join(lines)
+
+    def _est(self, name: str) -> str:
+        """A buffer's or round's estimated extra work, for the listing ('' when not estimated)."""
+        x = self.item_extra.get(name)
+        return "" if x is None else f" (est. +{x * 1e3:.1f} ms)"
 
     def cost_lines(self) -> list[str]:
         """The estimated extra work per proof and the ways compared, in words (none when the
@@ -451,7 +464,8 @@ def plan_checked(
             p = _fitted(p, airs, log_ns, config, (default, spread), host, may)
             p = _compared(p, whole, airs, log_ns, config, (default, spread), chunks, host, may)
             p = dataclasses.replace(p, may_park=may[0], may_recompute=may[1], may_block=may[2],
-                                    extra=cost.extra_seconds(p, config))  # fmt: skip
+                                    extra=cost.extra_seconds(p, config),
+                                    item_extra=cost.item_seconds(p, config))  # fmt: skip
             _PLANS[key] = p
         finally:
             PLANNING.reset(token)
