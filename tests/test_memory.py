@@ -422,7 +422,8 @@ def test_parking_held_buffers_fits_what_keeping_them_does_not(fib, monkeypatch):
     for name, nbytes, copies in p.parked:
         assert p.parkable[name] == nbytes and copies >= 0
         assert f"park {name}" in str(p)
-    assert p.to_dict()["parked"] == [dict(buffer=n, bytes=b, copies_in=k) for n, b, k in p.parked]
+    assert p.to_dict()["parked"] == [dict(buffer=n, bytes=b, copies_in=k, extra_seconds=p.item_extra[n])
+                                     for n, b, k in p.parked]  # fmt: skip
     parked = {n for n, _, _ in p.parked}
     for r in p.rounds:  # a parked buffer is on the device only as an argument
         assert not parked & {n for n, _ in r.resident}
@@ -495,7 +496,8 @@ def test_recomputing_trees_fits_what_keeping_them_does_not(fib, monkeypatch):
         assert name.endswith("[0].nodes") and p.recomputable[name] == nbytes > 0
         assert rebuilt == next(v for k, v in where.items() if f": {k}" in name), (name, rebuilt)
         assert f"recompute {name}" in str(p) and f"built again in '{rebuilt}'" in str(p)
-    assert p.to_dict()["recomputed"] == [dict(buffer=n, bytes=b, rebuilt_in=w) for n, b, w in p.recomputed]
+    assert p.to_dict()["recomputed"] == [dict(buffer=n, bytes=b, rebuilt_in=w, extra_seconds=p.item_extra[n])
+                                         for n, b, w in p.recomputed]  # fmt: skip
     names = [r.name for r in p.rounds]
     if any(": composition[" in n for n, _, _ in p.recomputed):
         assert "composition tree" in names and "composition tree" not in [r.name for r in keep.rounds]
@@ -530,7 +532,8 @@ def test_more_row_blocks_fit_a_round_whose_own_temporaries_bind(monkeypatch):
     p = js.plan(air, trace, config)
     assert p.fits and p.row_blocks == (("table 0: out-of-domain", 8),) and not p.parked and not p.recomputed
     assert "table 0: out-of-domain in 8 blocks of rows" in str(p)
-    assert p.to_dict()["row_blocks"] == [dict(round="table 0: out-of-domain", blocks=8)]
+    blocks = p.to_dict()["row_blocks"]
+    assert blocks == [dict(round="table 0: out-of-domain", blocks=8, extra_seconds=7 * cost.rates("cpu").block)]
     with pytest.raises(js.DeviceBudgetExceeded, match="allow more row blocks"):
         js.plan(air, trace, js.StarkConfig(**base, vram_budget_mb=(second + 1) / 2**20, held_strategies=())).admit()
     proof = js.prove(air, trace, public, config)

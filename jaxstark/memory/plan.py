@@ -211,7 +211,7 @@ class Plan:
             recomputed=[
                 dict(buffer=n, bytes=b, rebuilt_in=w, extra_seconds=self.item_extra.get(n))
                 for n, b, w in self.recomputed
-            ],  # fmt: skip
+            ],
             row_blocks=[dict(round=n, blocks=k, extra_seconds=self.item_extra.get(n)) for n, k in self.row_blocks],
             extra_seconds=dict(self.extra),
             compared=[

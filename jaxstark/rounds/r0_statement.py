@@ -29,8 +29,10 @@ def initial_transcript(publics, *, airs, config, log_ns, chunks=(), annotated: b
     inputs (arrays, on the host or a device). Computed on the host; its state is a numpy array,
     which the caller places. ``annotated``: the transcript keeps a log of what it absorbs and
     squeezes."""
-    host = [np.asarray(p.addressable_data(0) if isinstance(p, jax.Array) and not p.is_fully_addressable else p)
-            for p in publics]  # (a shard of a replicated array is a new array object: made only where needed)
+    host = [
+        np.asarray(p.addressable_data(0) if isinstance(p, jax.Array) and not p.is_fully_addressable else p)
+        for p in publics
+    ]  # (a shard of a replicated array is a new array object: made only where needed)
     tr = fs.bind_statement(HostTranscript.new(fs.PROTOCOL, config.hash, annotated), airs, config, log_ns, chunks, host)
     return tr.as_transcript()
 
