@@ -579,7 +579,7 @@ def test_the_planner_compares_row_chunks_with_held_strategies(monkeypatch):
     keeps the one whose estimated extra work (``jaxstark.memory.cost``) is smaller, naming both.
     The same budget under rates that make the copies and tree builds dear chooses the chunks.
     Either proof verifies; the whole table's is the unsplit proof."""
-    air, trace, public = EXAMPLES["alu"](12)
+    air, trace, public = EXAMPLES["alu"](10)
     keep = js.plan(air, jnp.asarray(trace), cfg())
     config = cfg(vram_budget_mb=keep.peak * 0.9 / 2**20, max_chunk_rows_log2="auto")
     p = js.plan(air, jnp.asarray(trace), config)
