@@ -75,13 +75,17 @@ def rates(platform: str) -> Rates:
     return RATES.get(platform, RATES["gpu"])
 
 
+def _tree_rate(r: Rates, hash_name: str) -> float:
+    """Tree bytes built per second with ``hash_name`` (an unknown hash: the slowest known)."""
+    return r.tree.get(hash_name, min(r.tree.values()))
+
+
 def item_seconds(plan, config) -> dict[str, float]:
     """Estimated seconds of extra work per proof of each buffer ``plan`` parks or recomputes
     and each round it runs in more row blocks, by name (for ``config``'s hash)."""
     r = rates(plan.default_device.platform)
-    tree = r.tree.get(config.hash, min(r.tree.values()))
     out = {n: b * (1 + k) / r.park for n, b, k in plan.parked}
-    out.update({n: b / tree for n, b, _ in plan.recomputed})
+    out.update({n: b / _tree_rate(r, config.hash) for n, b, _ in plan.recomputed})
     out.update({n: (k - 1) * r.block for n, k in plan.row_blocks})
     return out
 
@@ -90,18 +94,14 @@ def extra_seconds(plan, config) -> dict[str, float]:
     """Estimated seconds of extra work per proof of ``plan`` (for ``config``: its hash and
     grinding) against keeping every buffer on the device and proving every table whole, per way
     ("park", "recompute", "blocks", "chunks"; only those the plan uses)."""
-    r, hash_name = rates(plan.default_device.platform), config.hash
-    items = item_seconds(plan, config)
-    out = {}
-    for way, names in (("park", [n for n, _, _ in plan.parked]), ("recompute", [n for n, _, _ in plan.recomputed]),
-                       ("blocks", [n for n, _ in plan.row_blocks])):  # fmt: skip
-        if names:
-            out[way] = sum(items[n] for n in names)
+    r, items = rates(plan.default_device.platform), item_seconds(plan, config)
+    ways = dict(park=plan.parked, recompute=plan.recomputed, blocks=plan.row_blocks)  # entries named first
+    out = {way: sum(items[entry[0]] for entry in entries) for way, entries in ways.items() if entries}
     again = [x for x in plan.rounds if x.name.endswith(" again")]
     if again:
         # the groups past each split table's first (a table's groups are consecutive units)
         more = sum(u.table == v.table for u, v in zip(plan.tables, plan.tables[1:], strict=False))
-        grind = r.grind * r.tree.get(hash_name, min(r.tree.values())) / r.tree["blake3"]
+        grind = r.grind * _tree_rate(r, config.hash) / r.tree["blake3"]
         out["chunks"] = sum(x.outputs for x in again) / r.commit + more * 2**config.grinding_bits / grind
     return out
 

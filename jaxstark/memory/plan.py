@@ -46,6 +46,7 @@ cases plans the whole table's strategies.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 from collections.abc import Sequence
@@ -150,8 +151,7 @@ class Plan:
     def waves(self) -> list[list[int]]:
         """The units' rounds 2-5 in waves (:func:`jaxstark.schedule.waves`): a wave's units, on
         distinct devices, are dispatched together and their devices work at once."""
-        return waves(self.order, lambda i: frozenset(self.meshes[i].devices.flat) if i in self.meshes
-                     else frozenset([self.devices[i]]))  # fmt: skip
+        return waves(self.order, functools.partial(_devset, self.meshes, self.devices))
 
     @property
     def binding(self) -> RoundMemory:
@@ -709,16 +709,14 @@ def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozen
     def worst(rounds):
         return max(r.total / budgets[r.device].bytes for r in rounds)
 
-    def devset(i):
-        return frozenset(meshes[i].devices.flat) if i in meshes else frozenset([devices[i]])
-
-    def run(order):
-        order = _interleaved(order, devset)
+    def run(order):  # an order already interleaved over the devices
         return _run_planner(airs, log_ns, chunks, groups, config, default, devices, meshes, order, host, park,
-                            frozenset(recompute), blocks), order  # fmt: skip
+                            frozenset(recompute), blocks)  # fmt: skip
 
+    devset = functools.partial(_devset, meshes, devices)
     statement = tuple(range(len(us)))
-    best, best_order = run(statement)
+    best_order = _interleaved(statement, devset)
+    best = run(best_order)
     if len(us) > 1:
         weight = dict.fromkeys(statement, 0)
         for r in best.rounds:
@@ -726,8 +724,9 @@ def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozen
                 weight[r.table] = max(weight[r.table], r.total)
         heavy_first = tuple(sorted(statement, key=lambda i: -weight[i]))
         for order in (heavy_first, heavy_first[::-1]):
-            if _interleaved(order, devset) != best_order:
-                walked, order = run(order)
+            order = _interleaved(order, devset)
+            if order != best_order:
+                walked = run(order)
                 if worst(walked.rounds) < worst(best.rounds):
                     best_order, best = order, walked
     tables = tuple(
@@ -742,6 +741,11 @@ def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozen
                 host, parked, dict(best.parkable), recomputed=recomputed,
                 recomputable=dict(best.recomputable), row_blocks=tuple(sorted(blocks.items())),
                 blockable=dict(best.blocked))  # fmt: skip
+
+
+def _devset(meshes: dict, devices: dict, unit: int) -> frozenset:
+    """The devices ``unit`` runs on: its mesh's, else its one device."""
+    return frozenset(meshes[unit].devices.flat) if unit in meshes else frozenset([devices[unit]])
 
 
 def _interleaved(order: tuple, devset) -> tuple:
