@@ -90,9 +90,10 @@ def main(argv=None) -> int:
     shape = f"{args.example} 2^{args.log_rows} b{args.blowup} {args.hash} on {device.platform}"
     print(f"{shape}, FRI layers <= {r4_fri_layer.scan_layers_below(device.platform)} scanned: plan {planned:.2f} s, "
           f"{len(log)} programs, cache {cache}")  # fmt: skip
-    print(f"  {'program':22} {'trace':>7} {'lower':>7} {'compile':>8} {'total':>7}  from")
-    for r in log:
-        print(f"  {r.name:22} {r.trace:7.2f} {r.lower:7.2f} {r.compile:8.2f} {r.total:7.2f}  {r.source}")
+    print(f"  {'program':22} {'trace':>7} {'lower':>7} {'compile':>8} {'total':>7} {'from s':>7} {'to s':>7}  from")
+    for r in log:  # from / to: when its tracing began and its executable was ready, since the plan began
+        print(f"  {r.name:22} {r.trace:7.2f} {r.lower:7.2f} {r.compile:8.2f} {r.total:7.2f} "
+              f"{r.started - start:7.2f} {r.finished - start:7.2f}  {r.source}")  # fmt: skip
     t, lo, c = (sum(getattr(r, k) for r in log) for k in ("trace", "lower", "compile"))
     print(f"  {'sum':22} {t:7.2f} {lo:7.2f} {c:8.2f} {t + lo + c:7.2f}")
 

@@ -208,7 +208,9 @@ class CompileRecord:
     """How long one program took to become an executable (seconds): tracing to a jaxpr (and,
     for a round kept lowered, exporting it; or reading it back), lowering to StableHLO, and
     XLA's compilation (or loading it from the persistent cache; on a compile thread, its own
-    time there, which may overlap the tracing of later programs)."""
+    time there, which may overlap the tracing of later programs). ``started`` and ``finished``:
+    ``time.perf_counter()`` when its tracing began and its executable was ready (a timeline of
+    a plan's programs)."""
 
     name: str
     device: str
@@ -216,6 +218,8 @@ class CompileRecord:
     lower: float
     compile: float
     source: str = "traced"  # "traced"; "exported" (traced, and kept lowered); "program cache" (loaded, not traced)
+    started: float = 0.0
+    finished: float = 0.0
 
     @property
     def total(self) -> float:
@@ -322,7 +326,7 @@ def _compiled(fn, static: dict, args: tuple, shardings, name: str | None = None,
     options = compile_cache.compiler_options(placed)
 
     def record(seconds: float, how: str = source) -> CompileRecord:
-        return CompileRecord(name or _name(fn), device, t1 - start, t2 - t1, seconds, how)
+        return CompileRecord(name or _name(fn), device, t1 - start, t2 - t1, seconds, how, start, time.perf_counter())
 
     def build():
         """(the executable, its record); (None, record) for a kept program that does not compile
