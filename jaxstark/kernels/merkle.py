@@ -129,13 +129,10 @@ def _traced_once(h: Any):
     return jax.jit(h.compress)
 
 
-def _leaf_kernel(n_ref, rows_ref, nodes_ref, *, h: Any, width: int, block: int):
-    """The digests of a block of rows into heap rows ``n + ...`` of the flat node buffer; ``n``
-    is an operand, so the kernel is the same for every tree size (compiled once per width)."""
+def _leaf_kernel(rows_ref, nodes_ref, *, h: Any, width: int):
     digest = h.leaf(lambda j: rows_ref[:, j], width)
-    row = n_ref[0] + pl.program_id(0) * block + jax.lax.broadcasted_iota(jnp.int32, (block,), 0)
     for w in range(WORDS):
-        plt.store(nodes_ref.at[WORDS * row + w], digest[w])
+        nodes_ref[:, w] = digest[w]
 
 
 def leaf_digests(
@@ -146,16 +143,16 @@ def leaf_digests(
     tiling = tiling or TILINGS.get(h.name, Tiling())
     n, width = rows.shape
     block = min(n, tiling.leaf_block)
-    flat = 2 * n * WORDS
+    first = n // block  # block index of heap row n
     return pl.pallas_call(
-        functools.partial(_leaf_kernel, h=_compiled_form(h, interpret, tiling), width=width, block=block),
-        out_shape=jax.ShapeDtypeStruct((flat,), jnp.uint64),
+        functools.partial(_leaf_kernel, h=_compiled_form(h, interpret, tiling), width=width),
+        out_shape=jax.ShapeDtypeStruct((2 * n, WORDS), jnp.uint64),
         grid=(n // block,),
-        in_specs=[pl.BlockSpec((1,), lambda i: (0,)), pl.BlockSpec((block, width), lambda i: (i, 0))],
-        out_specs=pl.BlockSpec((pl.Element(flat),), lambda i: (0,)),
+        in_specs=[pl.BlockSpec((block, width), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((block, WORDS), lambda i: (first + i, 0)),
         name=f"merkle_leaves_{h.name}",
         **launch(interpret, tiling.leaf_warps, tiling.leaf_stages),
-    )(jnp.full((1,), n, jnp.int32), rows).reshape(2 * n, WORDS)
+    )(rows)
 
 
 def _tree_kernel(level_ref, nodes_in, nodes_out, *, h: Any, r: int, block: int, index_dtype):
@@ -193,13 +190,10 @@ def _tree_pass(nodes: Array, m: Array, h: Any, r: int, n: int, interpret: bool, 
     kernel = functools.partial(
         _tree_kernel, h=_compiled_form(h, interpret, tiling), r=r, block=block, index_dtype=index_dtype
     )
-    whole = pl.BlockSpec((pl.Element(nodes.shape[0]),), lambda i: (0,))
     return pl.pallas_call(
         kernel,
         out_shape=jax.ShapeDtypeStruct(nodes.shape, nodes.dtype),
         grid=(groups // block,),
-        in_specs=[pl.BlockSpec((1,), lambda i: (0,)), whole],
-        out_specs=whole,
         input_output_aliases={1: 0},
         name=f"merkle_tree_{h.name}_r{r}",
         **launch(interpret, tiling.tree_warps),
