@@ -18,6 +18,7 @@ columns, ``P`` composition parts, ``q`` queries. A base element is 8 bytes, an e
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping
 
 import jax
 import numpy as np
@@ -25,17 +26,20 @@ import numpy as np
 from jaxstark import merkle, transfer
 from jaxstark.air import AIR
 from jaxstark.config import StarkConfig
+from jaxstark.memory.executor import PARK_MIN_BYTES
 from jaxstark.poly import COLUMN_BLOCK
 from jaxstark.progress import format_bytes
 from jaxstark.protocol.layout import fri_num_layers
 from jaxstark.rounds import (
     AUX_COMMIT,
     COMPOSITION,
+    COMPOSITION_TREE,
     DEEP,
     FORK,
     FRI_FINAL,
     FRI_LAYER,
     LOGUP_CHALLENGES,
+    MIN_BLOCK_ROWS,
     OPENED,
     OPENINGS,
     OUT_OF_DOMAIN,
@@ -43,14 +47,16 @@ from jaxstark.rounds import (
     TRACE_COMMIT,
     fri_layer_name,
     openings_name,
+    r3_ood,
+    r4_deep,
     r4_fri_layer,
     registered,
 )
 from jaxstark.transcript import MAX_LABEL, grind_batch
 
 __all__ = [
-    "ModelRound", "TableModel", "model", "features", "round_features", "fri_layer_sizes", "FEATURES", "ROUND_FEATURES",
-    "TEMP_COEFFS", "FIT_QUALITY",
+    "ModelRound", "TableModel", "model", "within", "buffer_name", "features", "round_features", "fri_layer_sizes",
+    "FEATURES", "ROUND_FEATURES", "TEMP_COEFFS", "FIT_QUALITY", "TREE_BUILD_COEFFS", "STRATEGIES",
 ]  # fmt: skip
 
 BIG_LDE_ROWS = 1 << 22  # LDE rows from which the "L*c*big" feature counts (see below)
@@ -130,6 +136,23 @@ FIT_QUALITY = {
 }
 
 
+# What building one Merkle tree again holds besides the tree (a recomputed tree's openings, the
+# composition's tree built apart), as one linear form in "Lb" (the tree's leaves, at most
+# merkle.BLOCK: the jnp builder hashes a block of leaves at a time) and "Lb*w" (times the words
+# of a leaf's row). CPU: fitted on 25 rebuilds of 6 shapes (2^10-2^14 rows, 2-200 columns,
+# blowup 2-4; benchmarks/fit_memory_model.py strategies), within -29% / +47% of those
+# temporaries. GPU: not recorded; the tree kernels write the node buffer in place, so only the
+# tree is counted.
+TREE_BUILD_COEFFS: dict[str, dict[str, float]] = {
+    "cpu": {"Lb": 348.0, "Lb*w": 17.29},
+    "gpu": {},
+}
+
+# What the model (and the planner) may do with buffers held between rounds: park them in host
+# memory, recompute Merkle trees where they are opened, run a round in more blocks of rows.
+STRATEGIES = ("park", "recompute", "blocks")
+
+
 def features(log_n: int, blowup: int, c: int, a: int, parts: int, grinding_bits: int = 16) -> dict[str, int]:
     """The quantities of :data:`FEATURES` for one shape."""
     n = 1 << log_n
@@ -189,6 +212,7 @@ class ModelRound:
     outputs: Terms
     temporaries: int
     staging: int = 0  # a host trace's row blocks in flight while it is copied in (jaxstark.transfer)
+    parked: Terms = ()  # held buffers parked in host memory during this round (not on the device)
 
     @property
     def held_bytes(self) -> int:
@@ -244,6 +268,20 @@ class TableModel:
     rounds: tuple[ModelRound, ...]
     chunks_log2: int = 0  # the table is split into 2^chunks_log2 chunks of 2^log_n rows ...
     group: int = 1  # ... and this models one group of that many chunks under vmap
+    # held-buffer strategies modelled (model's buffer and round names), and what could be chosen
+    parked: tuple[str, ...] = ()
+    recomputed: tuple[str, ...] = ()
+    row_blocks: tuple[tuple[str, int], ...] = ()  # (round, blocks of rows)
+    parkable: tuple[str, ...] = dataclasses.field(default=(), repr=False)
+    recomputable: tuple[str, ...] = dataclasses.field(default=(), repr=False)
+    blockable: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict, repr=False)  # -> (default, most)
+
+    def strategies(self) -> str:
+        """The held-buffer strategies modelled, in words ("" when everything is kept)."""
+        parts = [f"{what} {', '.join(names)}" for what, names in
+                 (("parked", self.parked), ("recomputed", self.recomputed),
+                  ("in more row blocks", [f"{r} ({k})" for r, k in self.row_blocks])) if names]  # fmt: skip
+        return "; ".join(parts)
 
     @property
     def binding(self) -> ModelRound:
@@ -258,10 +296,13 @@ class TableModel:
 
     def to_dict(self) -> dict:
         """The model as plain data (``jaxstark plan --model --json``)."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "rounds"}
+        skip = ("rounds", "parkable", "recomputable", "blockable")
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip}
+        fields["row_blocks"] = dict(self.row_blocks)
         rounds = [
             dict(round=r.name, terms=r.terms(), held_before=r.held_bytes, arguments=r.argument_bytes,
-                 outputs=r.output_bytes, temporaries=r.temporaries, staging=r.staging, total=r.total)
+                 outputs=r.output_bytes, temporaries=r.temporaries, staging=r.staging, total=r.total,
+                 parked=sum(b for _, b in r.parked))
             for r in self.rounds
         ]  # fmt: skip
         fit = FIT_QUALITY.get(self.backend, "custom")
@@ -283,6 +324,8 @@ class TableModel:
             lines.append(f"{r.name:18}" + "".join(f" {format_bytes(v):>12}" for v in values) + mark)
         fit = FIT_QUALITY.get(self.backend, "custom")
         lines.append(f"peak {format_bytes(b.total)} ({b.name}); temporaries fitted: {fit}")
+        if self.strategies():
+            lines.append(f"held buffers: {self.strategies()}")
         return "\n".join(lines)
 
 
@@ -301,6 +344,9 @@ def model(
     chunk_rows_log2: int | None = None,
     group: int = 1,
     host_trace: bool = False,
+    park: Iterable[str] = (),
+    recompute: Iterable[str] = (),
+    blocks: Mapping[str, int] | None = None,
 ) -> TableModel:
     """Every round's device set for one table of ``2^log_n`` rows proved alone: ``air`` gives the
     width, aux columns, composition parts, buses and public inputs, or pass them with
@@ -314,7 +360,23 @@ def model(
     tables of the chunk's height are held, every other buffer and the temporaries are
     ``group`` times a chunk's (an estimate: XLA's temporaries of a vmapped round were fitted on
     single tables). ``host_trace``: the caller's trace is in host memory, so it is on the device
-    only as the argument of the rounds that take it, not held for the whole proof."""
+    only as the argument of the rounds that take it, not held for the whole proof.
+
+    The planner's held-buffer strategies, by the model's buffer and round names
+    (:meth:`TableModel.parkable`, ``recomputable``, ``blockable``; :func:`buffer_name` turns a
+    plan's names into these; :func:`within` chooses them as the planner does):
+
+    * ``park``: these round outputs stay in host memory between the rounds that take them
+      (each such round counts it as an argument, copied back; the others do not count it);
+    * ``recompute``: these Merkle trees are built, kept as their root rows (64 bytes) only, and
+      built again by their commitment's openings: the building round counts the tree as a
+      temporary, the openings count it and the build's working set (:data:`TREE_BUILD_COEFFS`);
+      the composition's tree is built in a round of its own (``"composition tree"``), where the
+      composition's temporaries stay as fitted (the compiled round without its tree holds a
+      little less);
+    * ``blocks``: a round summing over its rows (composition, out-of-domain, DEEP) in this many
+      blocks of rows, its fitted temporaries scaled by its default blocks over these (the
+      planner's own estimate: only the part that grows with the rows shrinks)."""
     if backend is None:
         backend = "cpu" if jax.default_backend() == "cpu" else "gpu"
     c = width if width is not None else air.width
@@ -344,25 +406,55 @@ def model(
     n, q = 1 << log_n, config.num_queries
     size = n * config.blowup
     feats = features(log_n, config.blowup, c, a, p, config.grinding_bits)
+    park, recompute = _names("park", park), _names("recompute", recompute)
+    blocks = dict(blocks or {})
+    blockable = {
+        COMPOSITION: (1, max(1, size // MIN_BLOCK_ROWS)),
+        OUT_OF_DOMAIN: (r3_ood.row_blocks(n, backend), max(1, n // MIN_BLOCK_ROWS)),
+        DEEP: (r4_deep.row_blocks(size, backend), max(1, size // MIN_BLOCK_ROWS)),
+    }
+    for name, value in blocks.items():
+        if name not in blockable:
+            raise ValueError(f"model: blocks: {name!r} is not a round in blocks of rows; those are {sorted(blockable)}")
+        most = blockable[name][1]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value & (value - 1) or value > most:
+            raise ValueError(f"model: blocks[{name!r}] must be a power of two in [1, {most}], got {value!r}")
+    build = TREE_BUILD_COEFFS.get(backend, {})
 
     def temps(name: str) -> int:
         f = round_features(name, feats, log_n, config.blowup, config.fri_final_degree, backend)
         forms = coeffs.get(registered(name).name, ())
-        return g * round(max((sum(x * f[k] for k, x in form.items()) for form in forms), default=0))
+        fitted = max((sum(x * f[k] for k, x in form.items()) for form in forms), default=0)
+        if name in blocks:
+            fitted *= blockable[name][0] / blocks[name]
+        return g * round(fitted)
+
+    def tree_build(leaves: int, words: int) -> int:  # what building a tree holds besides the tree
+        lb = min(leaves, merkle.BLOCK)
+        return g * round(sum(x * {"Lb": lb, "Lb*w": lb * words}[k] for k, x in build.items()))
 
     def buf(name: str, nbytes: int, leaves: int = 1) -> _Buf:  # a chunk's buffer, for each chunk of the group
         return _Buf(name, g * nbytes, leaves)
+
+    trees: dict[str, int] = {}  # what may be recomputed -> its bytes held
+
+    def tree(name: str, leaves: int) -> _Buf:  # a Merkle tree, or only its root rows when recomputed
+        trees[name] = g * 64 * leaves
+        return buf(f"{name} (root)", 64) if name in recompute else buf(name, 64 * leaves)
+
+    def built_apart(name: str) -> int:  # the building round holds a recomputed tree as a temporary
+        return trees[name] - g * 64 if name in recompute else 0
 
     trace = buf("trace (caller's)", 8 * n * c)
     others = _Buf("trace of the other chunks (caller's)", 8 * ((1 << rows_log2) - g * n) * c)
     domain = _Buf("domain tables", 8 * (n + 2 * size + 2))
     public = _Buf("public inputs", 8 * k)
-    main = [buf("main LDE", 8 * size * c), buf("main coefficients", 8 * n * c), buf("main tree", 64 * size),
+    main = [buf("main LDE", 8 * size * c), buf("main coefficients", 8 * n * c), tree("main tree", size),
             buf("field check", 24)]  # fmt: skip
-    aux = [buf("aux LDE", 24 * size * a), buf("aux coefficients", 24 * n * a), buf("aux tree", 64 * size),
+    aux = [buf("aux LDE", 24 * size * a), buf("aux coefficients", 24 * n * a), tree("aux tree", size),
            buf("bus sums", 24 * buses), buf("degenerate flag", 1)] if a else []  # fmt: skip
-    comp = [buf("parts coefficients", 24 * n * p), buf("parts LDE", 24 * size * p), buf("parts tree", 64 * size),
-            buf("excess flag", 1)]  # fmt: skip
+    parts_coeffs, parts_lde = buf("parts coefficients", 24 * n * p), buf("parts LDE", 24 * size * p)
+    parts_tree, excess = tree("parts tree", size), buf("excess flag", 1)
     ood = [buf("out-of-domain values", 24 * (1 + 2 * c + p + 2 * a), leaves=6)]
     layers = fri_num_layers(log_n, config.fri_final_degree)
     heights = [size >> (j + 1) for j in range(layers)]
@@ -376,21 +468,26 @@ def model(
     rounds: list[ModelRound] = []
     held: list[_Buf] = [public, domain] if host_trace else [public, trace, domain, *([others] if others.nbytes else [])]
     tr: list[_Buf | None] = [None]  # the current transcript (every round returns a new one)
+    outputs: dict[str, int] = {}  # every round output by name -> bytes (what may be parked)
 
     # a host trace is copied in by each round that takes it, in row blocks on an accelerator
     trace_shape = (g, n, c) if chunk_rows_log2 is not None else (n, c)
     staged = transfer.in_flight(trace_shape, np.uint64, backend) if host_trace else 0
 
-    def step(name: str, args: list[_Buf], outs: list[_Buf], transcript: bool = True) -> None:
+    def step(name: str, args: list[_Buf], outs: list[_Buf], transcript: bool = True, extra: int = 0) -> None:
         staging = staged if any(x is trace for x in args) else 0
         new_tr = [buf("transcript", 32)] if transcript else []  # a round that takes the transcript returns it
         args = [*args, *(tr[0:1] if tr[0] is not None and transcript else [])]
-        rest = tuple((h.name, h.nbytes) for h in held if not any(h is x for x in args))
+        others = [h for h in held if not any(h is x for x in args)]
+        rest = tuple((h.name, h.nbytes) for h in others if h.name not in park)
+        parked = tuple((h.name, h.nbytes) for h in others if h.name in park)
         pairs = lambda bufs: tuple((x.name, x.nbytes) for x in bufs)  # noqa: E731
         leaves = sum(x.leaves for x in [*outs, *new_tr])
         table = (("output pointers", 8 * leaves),) if leaves > 1 else ()  # XLA's tuple of output arrays
-        rounds.append(ModelRound(name, rest, pairs(args), (*pairs([*outs, *new_tr]), *table), temps(name), staging))
+        rounds.append(ModelRound(name, rest, pairs(args), (*pairs([*outs, *new_tr]), *table), temps(name) + extra,
+                                 staging, parked))  # fmt: skip
         held.extend([*outs, *new_tr])
+        outputs.update((x.name, x.nbytes) for x in outs)
         tr[0] = new_tr[0] if transcript else tr[0]
 
     def drop(*bufs: _Buf) -> None:  # the schedule's drop after a buffer's last use
@@ -399,25 +496,31 @@ def model(
 
     tr[0] = _Buf("statement: transcript", 32)  # computed on the host, held to the end
     held.append(tr[0])
-    step(TRACE_COMMIT, [trace, domain], main)
+    step(TRACE_COMMIT, [trace, domain], main, extra=built_apart("main tree"))
     challenges = _Buf("LogUp challenges", 48)
     if a:
         step(LOGUP_CHALLENGES, [], [challenges])
-        step(AUX_COMMIT, [trace, domain, challenges], aux)
+        step(AUX_COMMIT, [trace, domain, challenges], aux, extra=built_apart("aux tree"))
     step(FORK, [buf("table index", 8)], [])
     logup = [challenges, aux[3]] if a else []
-    step(COMPOSITION, [domain, main[0], *aux[:1], *logup, public], comp)
-    step(OUT_OF_DOMAIN, [main[1], *aux[1:2], comp[0]], ood)
-    drop(main[1], *aux[1:2], comp[0])
+    if "parts tree" in recompute:  # the tree built in a round of its own, only its root rows kept
+        step(COMPOSITION, [domain, main[0], *aux[:1], *logup, public], [parts_coeffs, parts_lde, excess])
+        step(COMPOSITION_TREE, [parts_lde], [parts_tree], extra=built_apart("parts tree") + tree_build(size, 3 * p))
+    else:
+        step(COMPOSITION, [domain, main[0], *aux[:1], *logup, public], [parts_coeffs, parts_lde, parts_tree, excess])
+    step(OUT_OF_DOMAIN, [main[1], *aux[1:2], parts_coeffs], ood)
+    drop(main[1], *aux[1:2], parts_coeffs)
     f = buf("DEEP values", 24 * size)
-    step(DEEP, [domain, main[0], *aux[:1], comp[1], *ood], [f])
-    fri = []
-    for k, m in enumerate(big):
-        layer = [buf(f"FRI layer {k} leaves", 24 * m), buf(f"FRI layer {k} tree", 32 * m)]
-        folded = buf(f"FRI layer {k} folded", 12 * m)
-        step(fri_layer_name(k), [f, _Buf("FRI step", label + 8, 2)], [*layer, folded])
+    step(DEEP, [domain, main[0], *aux[:1], parts_lde, *ood], [f])
+    fri, rebuilt_fri = [], []
+    for j, m in enumerate(big):
+        name = f"FRI layer {j} tree"
+        layer = [buf(f"FRI layer {j} leaves", 24 * m), tree(name, m // 2)]
+        folded = buf(f"FRI layer {j} folded", 12 * m)
+        step(fri_layer_name(j), [f, _Buf("FRI step", label + 8, 2)], [*layer, folded], extra=built_apart(name))
         held.remove(f)
         fri += layer
+        rebuilt_fri += [(trees[name], m // 2)] if name in recompute else []
         f = folded
     step(FRI_FINAL, [f, _Buf("FRI steps", (label + 8) * small, 2), _Buf("final coset offset", 8)], last)
     held.remove(f)
@@ -426,17 +529,117 @@ def model(
     step(QUERIES, [], [buf("nonce", 8), indices])
     # what each openings dispatch takes (not FRI's final polynomial: it is sent in clear)
     opened = dict(
-        trace=[main[0], main[2]], aux=[aux[0], aux[2]] if a else [], composition=[comp[1], comp[2]], FRI=fri[:-1]
+        trace=[main[0], main[2]], aux=[aux[0], aux[2]] if a else [], composition=[parts_lde, parts_tree], FRI=fri[:-1]
     )
+    # a recomputed tree is built again there: the tree and the build's working set (the FRI
+    # layers' trees all at once: their roots are stacked at the end)
+    again = dict(trace=("main tree", c), aux=("aux tree", 3 * a), composition=("parts tree", 3 * p))
     for what in OPENED:
         if not opened[what]:
             continue
         if what == "FRI":  # each layer's pair of rows (6 words), from a tree of half the previous layer's leaves
             nbytes = sum(48 * q + path(h) for h in heights) + 32 * layers
+            extra = sum(b for b, _ in rebuilt_fri) + max((tree_build(h, 6) for _, h in rebuilt_fri), default=0)
         else:
             nbytes = 8 * q * row_words[what] + path(size) + 32
+            name, words = again[what]
+            extra = trees[name] + tree_build(size, words) if name in recompute else 0
         matrices = layers if what == "FRI" else 1  # each a tuple entry of rows and of paths, then the roots
         step(openings_name(what), [*opened[what], indices], [buf(f"{what} openings", nbytes, 2 * matrices + 1)],
-             transcript=False)  # fmt: skip
+             transcript=False, extra=extra)  # fmt: skip
         drop(*opened[what])
-    return TableModel(log_n, c, a, p, config.blowup, backend, tuple(rounds), rows_log2 - log_n, g)
+    unknown = sorted((recompute - set(trees)) | (park - set(outputs)))
+    if unknown:
+        raise ValueError(f"model: no such buffer to park or tree to recompute: {unknown}; round outputs: "
+                         f"{sorted(outputs)}; trees: {sorted(trees)}")  # fmt: skip
+    small_parked = sorted(n for n in park if outputs[n] < PARK_MIN_BYTES)
+    if small_parked:
+        raise ValueError(f"model: {small_parked} are under {PARK_MIN_BYTES} bytes: the planner never parks them")
+    return TableModel(log_n, c, a, p, config.blowup, backend, tuple(rounds), rows_log2 - log_n, g,
+                      tuple(sorted(park)), tuple(sorted(recompute)), tuple(sorted(blocks.items())),
+                      tuple(sorted(n for n, b in outputs.items() if b >= PARK_MIN_BYTES and n not in trees)),
+                      tuple(trees), blockable)  # fmt: skip
+
+
+def _names(what: str, names) -> frozenset[str]:
+    if isinstance(names, str) or not all(isinstance(x, str) for x in names):
+        raise TypeError(f"model: {what} must be an iterable of buffer names, got {names!r:.80}")
+    return frozenset(names)
+
+
+def within(air: AIR | None, log_n: int, config: StarkConfig, budget: int, *, strategies: Iterable[str] | None = None,
+           **kwargs) -> TableModel:  # fmt: skip
+    """The model with held buffers parked, recomputed or in more row blocks as the planner
+    chooses them (:func:`jaxstark.memory.plan.plan_checked`'s search, on the model's figures):
+    while the peak is over ``budget`` (bytes), take the candidate that frees the most from the
+    binding round -- a tree it holds or builds (recomputed), another round output it holds
+    without taking it (parked), or 8 times its row blocks (counted as the share of its
+    temporaries that would go) -- and keep it only if the binding round shrank (or another, no
+    larger, binds now). ``strategies``: what may be chosen (default: ``config.held_strategies``).
+    Returns the first model within the budget, else the one whose peak is smallest; its
+    :meth:`TableModel.strategies` says what it chose. ``kwargs`` go to :func:`model`."""
+    allowed = set(config.held_strategies if strategies is None else _names("strategies", strategies))
+    if allowed - set(STRATEGIES):
+        raise ValueError(f"within: unknown strategies {sorted(allowed - set(STRATEGIES))}; known: {list(STRATEGIES)}")
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+        raise ValueError(f"within: budget must be a positive number of bytes, got {budget!r}")
+    m = best = model(air, log_n, config, **kwargs)
+    park, recompute, blocks, tried = frozenset(), frozenset(), {}, set()
+    while m.peak > budget:
+        r = m.binding
+        candidates = []  # (bytes it frees from the binding round, kind, name, blocks)
+        for name, b in r.held:
+            if name in tried:
+                continue
+            if name in m.recomputable and "recompute" in allowed:
+                candidates.append((b, "recompute", name, 0))
+            elif name in m.parkable and "park" in allowed:
+                candidates.append((b, "park", name, 0))
+        candidates += [(b, "recompute", name, 0) for name, b in r.outputs
+                       if name in m.recomputable and name not in tried and "recompute" in allowed]  # fmt: skip
+        default, most = m.blockable.get(r.name, (1, 1))
+        now = dict(m.row_blocks).get(r.name, default)
+        if "blocks" in allowed and now < most and (r.name, min(most, 8 * now)) not in tried:
+            k = min(most, 8 * now)
+            candidates.append((int(r.temporaries * (1 - now / k)), "blocks", r.name, k))
+        if not candidates:
+            break
+        _, kind, name, k = max(candidates, key=lambda c: (c[0], c[1], c[2]))
+        tried.add((name, k) if kind == "blocks" else name)
+        more = (park | {name} if kind == "park" else park, recompute | {name} if kind == "recompute" else recompute,
+                {**blocks, name: k} if kind == "blocks" else blocks)  # fmt: skip
+        q = model(air, log_n, config, park=more[0], recompute=more[1], blocks=more[2], **kwargs)
+        if q.peak > m.peak or (q.binding.name == r.name and q.binding.total >= r.total):
+            continue  # the binding round did not shrink (a tree built there may stay a temporary): not kept
+        m, (park, recompute, blocks) = q, more
+        if m.peak <= budget or m.peak < best.peak:
+            best = m
+    return best
+
+
+_PLAN_FIELDS = {
+    (TRACE_COMMIT, "lde"): "main LDE", (TRACE_COMMIT, "coeffs"): "main coefficients",
+    (TRACE_COMMIT, "nodes"): "main tree",
+    (AUX_COMMIT, "lde"): "aux LDE", (AUX_COMMIT, "coeffs"): "aux coefficients", (AUX_COMMIT, "nodes"): "aux tree",
+    (COMPOSITION, "parts_coeffs"): "parts coefficients", (COMPOSITION, "parts_lde"): "parts LDE",
+    (COMPOSITION, "nodes"): "parts tree", (FRI_LAYER, "leaves"): "leaves", (FRI_LAYER, "nodes"): "tree",
+    (FRI_LAYER, "folded"): "folded", (FRI_FINAL, "leaves"): "FRI small layers' leaves",
+    (FRI_FINAL, "nodes"): "FRI small layers' trees",
+}  # fmt: skip
+
+
+def buffer_name(plan_name: str) -> str | None:
+    """The model's name of a buffer a plan names (``"table 0: trace commit[0].nodes"`` -> ``"main
+    tree"``, ``"... FRI layer 2[0].leaves"`` -> ``"FRI layer 2 leaves"``): what :func:`model`'s
+    ``park`` and ``recompute`` take for the strategies a plan chose; None for a buffer the model
+    does not name alike. The model holds FRI's small layers as one buffer of leaves and one of
+    trees: a plan's single small layer (``"FRI final[0].nodes[2]"``) names the whole buffer."""
+    head, _, field = plan_name.rpartition(".")
+    name = head.split(": ", 1)[-1].removesuffix("[0]")
+    if name == FRI_FINAL:
+        field = field.split("[", 1)[0]
+    spec = registered(name)
+    if spec is None or (spec.name, field) not in _PLAN_FIELDS:
+        return None
+    short = _PLAN_FIELDS[spec.name, field]
+    return f"{name} {short}" if spec.name == FRI_LAYER else short
