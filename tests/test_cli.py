@@ -83,6 +83,36 @@ def test_plan_model_for_a_card_in_process(capsys):
     assert (split["chunk_rows_log2"], split["group"]) == (want.chunk_rows_log2, want.group)
 
 
+def test_plan_model_names_the_held_buffer_strategies_it_would_take(capsys):
+    """Over budget, --model runs the planner's held-buffer search on its own figures: a table
+    that cannot be split fits by parking and recomputing; --keep-held forbids it."""
+    args = [
+        "plan",
+        "--example",
+        "fibonacci",
+        "--log-rows",
+        "14",
+        "--blowup",
+        "4",
+        "--model",
+        "cpu",
+        "--budget-mb",
+        "12.3",
+    ]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "the model's held-buffer strategies (park, recompute, blocks allowed): parked" in text
+    assert "recomputed" in text and "fits" in text and "verdict: fits" in text
+    assert main([*args, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    held, kept = data["held_strategies"][0], data["tables"][0]
+    assert data["fits"] and held["peak_bytes"] <= int(12.3 * 2**20) < kept["peak_bytes"]
+    assert held["parked"] and held["recomputed"]
+    assert f"parked {', '.join(held['parked'])}; recomputed {', '.join(held['recomputed'])}" in text
+    assert main([*args, "--keep-held"]) == 3
+    assert "held buffers kept on the device (no strategy allowed)" in capsys.readouterr().out
+
+
 def test_card_budget_matches_the_h200_measurement():
     assert abs(card_budget(CARDS["141 GB (H200)"]) / 2**30 - 94.37) < 0.01  # benchmarks/RESULTS.md
     with pytest.raises(ValueError, match="positive"):

@@ -145,3 +145,89 @@ def test_model_scales_linearly_and_compiles_nothing():
 def test_model_rejects_bad_shapes(kw, match):
     with pytest.raises(ValueError, match=match):
         model(None, 10, shape_config(2), **kw)
+
+
+# --- Held-buffer strategies in the model ---------------------------------------------------
+
+
+def test_strategies_move_exactly_the_buffers_they_name():
+    """Recompute, park and row blocks change what each round holds as the schedule does, with
+    no compilation: a recomputed tree is held as its root rows and counted where it is built
+    and built again; a parked buffer leaves the rounds that do not take it."""
+    air, cfg = ShapeTable(width=4, aux_columns=1, degree=2), shape_config(2)
+    keep = model(air, 12, cfg, backend="cpu")
+    size = (1 << 12) * 2
+    m = model(air, 12, cfg, backend="cpu", recompute=["main tree"], park=["parts LDE"])
+    assert m.recomputed == ("main tree",) and m.parked == ("parts LDE",)
+    tree = 64 * size
+    assert m.round("trace commit").temporaries == keep.round("trace commit").temporaries + tree - 64
+    assert m.round("trace commit").output_bytes == keep.round("trace commit").output_bytes - tree + 64
+    for r in m.rounds[1:]:
+        assert "main tree" not in dict(r.held), r.name
+    rebuilt = m.round("openings trace")
+    assert dict(rebuilt.arguments)["main tree (root)"] == 64
+    assert rebuilt.temporaries > keep.round("openings trace").temporaries + tree  # the tree and its build
+    ood = m.round("out-of-domain")
+    assert dict(ood.parked) == {"parts LDE": 24 * size * air.composition_parts} and "parts LDE" not in dict(ood.held)
+    assert "parts LDE" in dict(m.round("DEEP").arguments)  # copied back for the round that takes it
+    # more row blocks: the fitted temporaries scaled by the default blocks over these
+    tall = model(air, 15, cfg, backend="cpu")
+    default, most = tall.blockable["DEEP"]
+    assert most > default
+    more = model(air, 15, cfg, backend="cpu", blocks={"DEEP": most})
+    assert more.row_blocks == (("DEEP", most),)
+    assert more.round("DEEP").temporaries == pytest.approx(tall.round("DEEP").temporaries * default / most, abs=2)
+    # the composition's tree, recomputed, is built in a round of its own that keeps only the root
+    c = model(air, 12, cfg, backend="cpu", recompute=["parts tree"])
+    assert [r.name for r in c.rounds][4:7] == ["composition", "composition tree", "out-of-domain"]
+    assert dict(c.round("composition tree").outputs)["parts tree (root)"] == 64
+    assert set(keep.recomputable) == {"main tree", "aux tree", "parts tree", "FRI layer 0 tree", "FRI layer 1 tree"}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(recompute=["main LDE"]), "no such buffer to park or tree to recompute: \\['main LDE'\\]"),
+        (dict(park=["trace (caller's)"]), "no such buffer"),
+        (dict(park=["field check"]), "under 65536 bytes"),
+        (dict(blocks={"queries": 2}), "'queries' is not a round in blocks of rows"),
+        (dict(blocks={"DEEP": 3}), "blocks\\['DEEP'\\] must be a power of two in \\[1, 2\\]"),
+        (dict(blocks={"DEEP": 4}), "must be a power of two in \\[1, 2\\]"),
+        (dict(blocks={"DEEP": True}), "must be a power of two"),
+    ],
+)
+def test_strategies_the_schedule_cannot_take_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        model(ShapeTable(width=4, aux_columns=1, degree=2), 12, shape_config(2), backend="cpu", **kwargs)
+    with pytest.raises(TypeError, match="iterable of buffer names"):
+        model(None, 12, shape_config(2), width=4, backend="cpu", park="main LDE")
+
+
+def test_the_models_search_chooses_the_planners_strategies_and_holds_what_the_plan_holds():
+    """Under 0.7 of its keep-everything set, the compiled planner parks and recomputes; the
+    model's search, on its own figures, chooses the same buffers, and with them every round's
+    held buffers, arguments and outputs are the plan's byte for byte (the temporaries fitted)."""
+    import dataclasses
+
+    from jaxstark.memory.model import buffer_name, within
+
+    air, log_n = ShapeTable(width=8, aux_columns=1, degree=2), 12
+    keep = js.plan(air, log_n, dataclasses.replace(shape_config(2), held_strategies=()), device=jax.devices("cpu")[0])
+    budget = int(0.7 * max(r.total for r in keep.rounds))
+    config = dataclasses.replace(shape_config(2), vram_budget_mb=budget / 2**20)
+    p = js.plan(air, log_n, config, device=jax.devices("cpu")[0])
+    assert p.fits and p.parked and p.recomputed
+    park = {buffer_name(n) for n, _, _ in p.parked}
+    recompute = {buffer_name(n) for n, _, _ in p.recomputed}
+    chose = within(air, log_n, config, budget, backend="cpu")
+    assert (set(chose.parked), set(chose.recomputed), chose.row_blocks) == (park, recompute, ())
+    assert chose.peak <= budget
+    assert [r.name for r in chose.rounds] == [r.name for r in p.rounds]
+    for mine, xla in zip(chose.rounds, p.rounds, strict=True):
+        want = (xla.resident_bytes, xla.arguments, xla.outputs, xla.parked_bytes)
+        assert (mine.held_bytes, mine.argument_bytes, mine.output_bytes, sum(b for _, b in mine.parked)) == want, (
+            mine.name
+        )
+    assert chose.peak == pytest.approx(max(r.total for r in p.rounds), rel=0.05)
+    # forbidding every strategy leaves the model as it is
+    assert within(air, log_n, config, budget, backend="cpu", strategies=()).strategies() == ""

@@ -24,7 +24,7 @@ from jaxstark.cli.common import (
 )
 from jaxstark.examples.shape import ShapeTable
 from jaxstark.memory.cards import CARDS, best_split, card_budget, frontier
-from jaxstark.memory.model import model
+from jaxstark.memory.model import model, within
 from jaxstark.memory.plan import _size
 from jaxstark.progress import TerminalProgress
 
@@ -160,12 +160,14 @@ def _model(args, config, shapes) -> int:
         b = js.memory.device_budget(device_from(args.device))
         budget, source = b.bytes, b.source
     models = [model(air, log_n, config, backend=backend) for air, log_n in shapes]
-    splits = []
+    splits, held = [], []
     for (air, log_n), m in zip(shapes, models, strict=True):
         over = m.peak > budget and chunkable(air)
         best = best_split(frontier(air, log_n, config, budget, backend=backend)) if over else None
         splits.append(best)
-    fits = all(m.peak <= budget for m in models)
+        # the held-buffer strategies the planner would search, on the model's figures
+        held.append(within(air, log_n, config, budget, backend=backend) if m.peak > budget else None)
+    fits = all(m.peak <= budget or (w is not None and w.peak <= budget) for m, w in zip(models, held, strict=True))
     if args.json:
         print_json(
             dict(
@@ -175,17 +177,26 @@ def _model(args, config, shapes) -> int:
                 fits=fits,
                 tables=[m.to_dict() for m in models],
                 split=[None if s is None else dataclasses.asdict(s) for s in splits],
+                held_strategies=[None if w is None else w.to_dict() for w in held],
             )
         )
         return OK if fits else OVER_BUDGET
     print(f"budget {_size(budget)} ({source}); closed-form model, nothing compiled")
-    for (air, _), m, best in zip(shapes, models, splits, strict=True):
+    for (air, _), m, best, w in zip(shapes, models, splits, held, strict=True):
         print(f"\n{air.name}: " + str(m).replace("\n", "\n  "))
         if args.all_terms or m.peak > budget:
             print(f"  {m.binding.name} term by term:")
             for name, b in m.binding.terms().items():
                 print(f"    {name:50} {_size(b):>12}")
-        if m.peak > budget:
+        if w is not None and w.strategies():
+            verdict = "fits" if w.peak <= budget else f"still over budget ({w.binding.name})"
+            print(f"  the model's held-buffer strategies ({', '.join(config.held_strategies)} allowed): "
+                  f"{w.strategies()}; peak {_size(w.peak)}, {verdict}")  # fmt: skip
+        elif w is not None and config.held_strategies:
+            print(f"  no held-buffer strategy ({', '.join(config.held_strategies)}) shrinks {m.binding.name}")
+        elif w is not None:
+            print("  held buffers kept on the device (no strategy allowed)")
+        if m.peak > budget and not (w is not None and w.peak <= budget):
             if best is not None:
                 print(
                     f"  over budget; the model's split: {best.chunks} chunks of 2^{best.chunk_rows_log2} rows, "

@@ -504,8 +504,10 @@ def model(
     step(FORK, [buf("table index", 8)], [])
     logup = [challenges, aux[3]] if a else []
     if "parts tree" in recompute:  # the tree built in a round of its own, only its root rows kept
-        step(COMPOSITION, [domain, main[0], *aux[:1], *logup, public], [parts_coeffs, parts_lde, excess])
+        placeholder = buf("parts tree (zero placeholder)", 64)
+        step(COMPOSITION, [domain, main[0], *aux[:1], *logup, public], [parts_coeffs, parts_lde, placeholder, excess])
         step(COMPOSITION_TREE, [parts_lde], [parts_tree], extra=built_apart("parts tree") + tree_build(size, 3 * p))
+        drop(placeholder)  # the root rows take its place
     else:
         step(COMPOSITION, [domain, main[0], *aux[:1], *logup, public], [parts_coeffs, parts_lde, parts_tree, excess])
     step(OUT_OF_DOMAIN, [main[1], *aux[1:2], parts_coeffs], ood)
