@@ -108,34 +108,53 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
     # commitments are dropped once its roots are absorbed and computed again for rounds 2-5
     per_table = collections.Counter(u.table for u in us)
     again = [u.split and per_table[u.table] > 1 for u in us]
-    domains, shared = [], {}
+    # under jax.distributed whole tables are shared out over every process's devices: a process
+    # runs only the units it owns, and the commitments' transcript chain is built on the host
+    # from every unit's roots (and bus sums), exchanged between the processes
+    owned = [ex.owns(i) for i in range(n)]
+    shared_out = not all(owned)
+    domains, shared = [None] * n, {}
     for i, u in enumerate(us):
+        if not owned[i]:
+            continue
         if not (host_traces and host_traces[u.table]):
             ex.hold(f"table {u.table}{u.words}: trace (caller's)", traces[i], i, until_end=True)
         else:
             ex.from_host(traces[i])
         if not u.split:
-            domains.append(ex.domain(i, u.log_rows, config.blowup))
+            domains[i] = ex.domain(i, u.log_rows, config.blowup)
             # to the end of the proof: the runner keeps them (for the next proof of this shape)
-            ex.hold(f"table {u.table}: domain tables", domains[-1], i, until_end=True)
+            ex.hold(f"table {u.table}: domain tables", domains[i], i, until_end=True)
         else:
             if u.table not in shared:
                 shared[u.table] = ex.domain(i, u.log_rows, config.blowup)
                 ex.hold(f"table {u.table}: domain tables (all chunks)", shared[u.table], i, until_end=True)
-            domains.append(shared[u.table])
+            domains[i] = shared[u.table]
     for t, public in enumerate(table_publics):  # held by the caller's proof to the end
-        ex.hold(f"table {t}: public inputs", public, next(i for i, u in enumerate(us) if u.table == t), until_end=True)
+        first = next(i for i, u in enumerate(us) if u.table == t)
+        if owned[first]:
+            ex.hold(f"table {t}: public inputs", public, first, until_end=True)
     tr = ex.statement(table_publics, statement)  # computed on the host: no program
     ex.hold("statement: transcript", tr, None)
-    mains, bads = [], []
+    mains, bads, roots = [None] * n, [None] * n, {}
     for i, u in enumerate(us):
-        r1, tr = _run(ex, i, TRACE_COMMIT, (traces[i], domains[i], tr), config, _spread(u, 3), group=u.split)
-        bads.append(r1.bad)  # the field check, read with the unit's first results on the host
+        if not owned[i]:
+            continue
+        r1, after = _run(ex, i, TRACE_COMMIT, (traces[i], domains[i], tr), config, _spread(u, 3), group=u.split)
+        bads[i] = r1.bad  # the field check, read with the unit's first results on the host
+        if shared_out:  # its root goes to every process; the chain is built on the host
+            roots[i] = (ex.root(r1.nodes), r1.bad)
+        else:
+            tr = after
         if again[i]:
             ex.drop((r1.lde, r1.coeffs, r1.nodes))
             r1 = None
-        mains.append(r1)
+        mains[i] = r1
     r1 = None  # (the list holds each unit's commitment: dropped with it when the unit is released)
+    if shared_out:
+        tr, got = ex.exchange(tr, roots, _zero_roots, list(range(n)), _absorb_roots)
+        for i in sorted(got):  # every process names the same first bad table
+            _check_canonical(airs[i], us[i], got[i][1])
     auxes, challenges, sums_of = [None] * n, None, {}
     if any(a.num_aux_columns for a in airs):
         tr, challenges = _run(ex, None, LOGUP_CHALLENGES, (tr,), config)
@@ -143,20 +162,29 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
         # row chunks whose commitments are computed again: read before they are dropped)
         read, got = {}, {}
         for i, (a, u) in enumerate(zip(airs, us, strict=True)):
-            if a.num_aux_columns:
+            if a.num_aux_columns and owned[i]:
                 args = (traces[i], domains[i], challenges, tr)
-                auxes[i], tr = _run(ex, i, AUX_COMMIT, args, config, _spread(u, 4), group=u.split, air=a)
+                auxes[i], after = _run(ex, i, AUX_COMMIT, args, config, _spread(u, 4), group=u.split, air=a)
                 read[i] = (auxes[i].degenerate, auxes[i].sums, bads[i])
+                if shared_out:
+                    read[i] = (*read[i], ex.root(auxes[i].nodes))
+                else:
+                    tr = after
                 if again[i]:
                     if ex.concrete:
                         got[i] = ex.host(read.pop(i), (i, AUX_COMMIT))
                     ex.drop(auxes[i])
                     auxes[i] = None
+        if shared_out:  # the aux roots and bus sums of every unit, absorbed in order on the host
+            mine = {**read, **got}
+            with_aux = [i for i, a in enumerate(airs) if a.num_aux_columns]
+            tr, got = ex.exchange(tr, mine, functools.partial(_zero_aux, airs), with_aux, _absorb_aux)
+            read = {}
         if ex.concrete:
             if read:
                 got.update(zip(read, ex.host(tuple(read.values()), (max(read), AUX_COMMIT)), strict=True))
             for i in sorted(got):  # the first bad table in statement order is the one named
-                degenerate, sums, bad = got[i]
+                degenerate, sums, bad = got[i][:3]
                 _check_canonical(airs[i], us[i], bad)
                 if bool(np.any(degenerate)):
                     raise AirViolation(
@@ -177,7 +205,7 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
     # their devices work at once, then each is collected (the host's one wait for its values)
     # and released, in order
     proofs = [None] * n
-    for wave in waves(order, ex.devset):
+    for wave in waves([i for i in order if owned[i]], ex.devset):
         finishes = []
         for i in wave:
             u = us[i]
@@ -193,7 +221,33 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
             proofs[i] = finish()
             mains[i] = auxes[i] = bads[i] = None
             ex.release(i)
+    if shared_out and ex.concrete:  # each unit's proof from the process that owns it
+        proofs = ex.share_proofs(proofs, owned)
     return [p for i, u in enumerate(us) for p in (proofs[i] if ex.concrete else [None] * u.count)]
+
+
+# what a process gives for a unit another process owns (its values come from the owner; a unit
+# another process owns is a whole table: a group of row chunks is spread over every process)
+def _zero_roots(i: int) -> tuple:
+    return np.zeros(32, np.uint8), np.zeros(3, np.uint64)  # the trace root, the field check
+
+
+def _zero_aux(airs, i: int) -> tuple:  # degenerate flag, bus sums, field check, aux root
+    return np.zeros((), bool), np.zeros((len(bus_layout(airs[i])), 3), np.uint64), np.zeros(3, np.uint64), \
+        np.zeros(32, np.uint8)  # fmt: skip
+
+
+def _absorb_roots(tr, i: int, values: tuple):
+    for root in np.asarray(values[0]).reshape(-1, 32):  # a group's chunks in order
+        tr = fs.absorb_trace(tr, root)
+    return tr
+
+
+def _absorb_aux(tr, i: int, values: tuple):
+    sums, roots = np.asarray(values[1]), np.asarray(values[3]).reshape(-1, 32)
+    for root, s in zip(roots, sums.reshape(len(roots), *sums.shape[-2:]), strict=True):
+        tr = fs.absorb_aux(tr, root, s)
+    return tr
 
 
 def waves(order, devset) -> list[list[int]]:

@@ -2,7 +2,8 @@
 chunks, 8 at a time) on several host devices, or as one of several ``jax.distributed``
 processes, and write the proof's bytes; on several devices of one process, also prove and
 verify the three-table machine (whole tables, a device each, rounds 2-5 dispatched together),
-writing its bytes and the runner's dispatches and host reads in order.
+writing its bytes and the runner's dispatches and host reads in order; as one of several
+processes, prove the machine with its whole tables shared out over the processes' devices.
 
     python tests/chunk_child.py OUT DEVICES [PROCESS_ID PROCESSES PORT]
 """
@@ -35,14 +36,19 @@ with open(out, "wb") as f:
     f.write(proof.to_bytes())
 print(plan.chunking(0), flush=True)
 
-if jax.process_count() == 1:  # a statement of whole tables: a device each, then all on one
-    from jaxstark.examples.machine import machine_example
-    from jaxstark.memory import executor
+from jaxstark.examples.machine import machine_example  # noqa: E402
 
-    tables = machine_example(6, bits=4)
-    small = js.StarkConfig(blowup=2, num_queries=10, grinding_bits=2, fri_final_degree=4)
-    machine_plan = js.plan([(air, t) for air, t, _ in tables], config=small)
-    print(*(f"{u.name} on {u.device}" for u in machine_plan.tables), sep="\n", flush=True)
+tables = machine_example(6, bits=4)
+small = js.StarkConfig(blowup=2, num_queries=10, grinding_bits=2, fri_final_degree=4)
+machine_plan = js.plan([(air, t) for air, t, _ in tables], config=small)
+print(*(f"{u.name} on {u.device}" for u in machine_plan.tables), sep="\n", flush=True)
+if jax.process_count() > 1:  # whole tables shared out over the processes: each proves its own
+    machine = js.prove(tables, config=small)
+    with open(out + ".machine", "wb") as f:
+        f.write(machine.to_bytes())
+    print("rounds planned here:", sorted({r.table for r in machine_plan.rounds if r.table is not None}), flush=True)
+else:  # a statement of whole tables: a device each, then all on one
+    from jaxstark.memory import executor
     events = []  # the runner's dispatches and host waits, in order
     run, host = executor.Runner.run, executor.Runner.host
     executor.Runner.run = lambda self, table, name, *a, **k: (

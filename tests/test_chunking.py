@@ -7,12 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 
 import jaxstark as js
 from jaxstark.chunking import CHUNK_ENV, GROUP_ENV
 from jaxstark.examples import EXAMPLES, Fibonacci
+from jaxstark.examples.machine import machine_example
 from jaxstark.memory import dispatch_count
 
 
@@ -166,7 +168,10 @@ def test_groups_split_over_4_host_devices_give_the_same_proof(tmp_path, alu14, c
 def test_two_processes_prove_one_statement(tmp_path, alu14, chunked):
     """``jax.distributed`` on localhost: two processes of 2 host devices each; every group of 8
     chunks is split over all 4 devices, so each process proves its share of every group; both
-    end with the whole proof, the same bytes as on one device."""
+    end with the whole proof, the same bytes as on one device. The machine's three whole tables
+    are shared out over the 4 devices: process 0 proves two, process 1 the third, and both end
+    with the one-device proof's bytes (the roots and bus sums exchanged, the transcript chained
+    on the host)."""
     air, _, public = alu14
     with socket.socket() as s:
         s.bind(("localhost", 0))
@@ -176,6 +181,14 @@ def test_two_processes_prove_one_statement(tmp_path, alu14, chunked):
     assert "each group split over 4 devices" in results[0][1], results[0][1]
     assert results[0][0] == results[1][0] == chunked.to_bytes()
     assert js.verify(air, results[0][0], public, cfg())
+    placed = {"Alu on cpu:0", "Program on cpu:1", "RangeTable on cpu:2"}
+    assert all(p in out for p in placed for _, out in results), results  # (gloo logs on the same stdout)
+    assert "rounds planned here: [0, 1]" in results[0][1] and "rounds planned here: [2]" in results[1][1]
+    tables = machine_example(6, bits=4)
+    small = js.StarkConfig(blowup=2, num_queries=10, grinding_bits=2, fri_final_degree=4)
+    one = js.prove(tables, config=small, device=jax.devices("cpu")[0]).to_bytes()
+    machine = [(tmp_path / f"process{i}.bin.machine").read_bytes() for i in range(2)]
+    assert machine[0] == machine[1] == one
 
 
 def test_chunking_refuses_tables_that_read_the_next_row():

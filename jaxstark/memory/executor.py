@@ -56,7 +56,7 @@ from jaxstark.progress import RoundEvent
 from jaxstark.rounds import TRACE_COMMIT, registered
 from jaxstark.rounds.domain import make_domain
 from jaxstark.rounds.r0_statement import initial_transcript
-from jaxstark.transcript import Transcript
+from jaxstark.transcript import HostTranscript, Transcript
 
 __all__ = [
     "Planner", "Runner", "RoundMemory", "CompileRecord", "compile_log", "dispatch_count", "compiled_for", "placements",
@@ -539,6 +539,31 @@ class _Executor:
         mesh = self.meshes.get(table)
         return frozenset(mesh.devices.flat) if mesh is not None else frozenset([self.device(table)])
 
+    def owns(self, table: int | None) -> bool:
+        """Whether this process runs unit ``table``'s rounds: a unit on one of its devices, or
+        spread over some of them (under ``jax.distributed`` whole tables are shared out over
+        every process's devices; a shared step, ``None``, runs everywhere)."""
+        return table is None or any(d.process_index == jax.process_index() for d in self.devset(table))
+
+    def root(self, nodes):
+        """The root rows of a Merkle node array (``nodes[..., 1, :]``: one per chunk of a group),
+        to be exchanged with other processes (:meth:`exchange`); the planner keeps nothing."""
+        return None
+
+    def exchange(self, tr: Transcript, mine: dict, zeros, units: list, absorb) -> tuple[Transcript, dict]:
+        """Under ``jax.distributed``, when other processes own some units: the values of each of
+        ``units`` -- ``mine`` (unit -> a tuple of small arrays or host values) where this
+        process owns the unit, the owner's elsewhere (``zeros(i)`` gives their shapes) -- and
+        ``tr`` after ``absorb(host transcript, unit, values)`` for each of ``units`` in order,
+        computed on the host and placed like the statement's. Here (the planner): the
+        transcript, abstract, and no values."""
+        return self._abstract_transcript(tr.hash_name), {}
+
+    def share_proofs(self, proofs: list, owned: list) -> list:
+        """Every unit's table proofs, each from the process that owns the unit (the planner has
+        none)."""
+        return proofs
+
     def label(self, table: int | None) -> str:
         """``gpu:0``, or ``gpu:0+1`` for a unit spread over a mesh."""
         return device_label(self.meshes.get(table), self.device(table))
@@ -586,8 +611,11 @@ class _Executor:
         """The transcript after the statement (:func:`~jaxstark.rounds.r0_statement.initial_transcript`
         of ``publics`` and ``statement``: AIRs, config, heights, chunks), on the default device.
         It is computed on the host; here, abstract (the public inputs' values are not known)."""
+        return self._abstract_transcript(get_hash(statement["config"].hash).name)
+
+    def _abstract_transcript(self, hash_name: str) -> Transcript:
         sds = jax.ShapeDtypeStruct((DIGEST_BYTES,), np.uint8)
-        return Transcript(get_hash(statement["config"].hash).name, False, _sds(sds, self._statement_sharding()))
+        return Transcript(hash_name, False, _sds(sds, self._statement_sharding()))
 
     def _statement_sharding(self):
         return self.placements(None, (jax.ShapeDtypeStruct((DIGEST_BYTES,), np.uint8),), None)[0]
@@ -881,6 +909,28 @@ class Runner(_Executor):
         faults.check(faults.TO_DEVICE)
         return _put(tree, shardings)
 
+    def root(self, nodes):
+        return nodes[..., 1, :]  # a 32-byte slice per tree, on its device
+
+    def exchange(self, tr: Transcript, mine: dict, zeros, units: list, absorb) -> tuple[Transcript, dict]:
+        local = self.host(mine) if mine else {}
+        values = _gathered({i: tuple(local[i]) if i in local else zeros(i) for i in units})
+        host = HostTranscript(tr.hash_name, False, bytes(np.asarray(self.host(tr.state))))
+        for i in units:
+            host = absorb(host, i, values[i])
+        out = host.as_transcript()
+        return self._to_device(out, jax.tree.map(lambda _: self._statement_sharding(), out)), values
+
+    def share_proofs(self, proofs: list, owned: list) -> list:
+        from jaxstark.proof import Proof  # (the proof format: only a shared statement needs it here)
+
+        blobs = {i: Proof("", tuple(p)).to_bytes() for i, p in enumerate(proofs) if owned[i]}
+        sizes = _gathered({i: (np.array(len(blobs.get(i, b"")), np.uint64),) for i in range(len(proofs))})
+        width = int(max((int(v[0]) for v in sizes.values()), default=0))
+        rows = {i: (np.frombuffer(blobs.get(i, b"").ljust(width, b"\0"), np.uint8),) for i in range(len(proofs))}
+        got = _gathered(rows)
+        return [list(Proof.from_bytes(bytes(got[i][0][: int(sizes[i][0])])).tables) for i in range(len(proofs))]
+
     def _failed(self, exc: BaseException, table: int | None, name: str, site: str) -> None:
         """Re-raise ``exc`` unless it is a device failure; then raise :class:`DeviceFailure` with
         the plan's diagnostic for round ``name`` of unit ``table``, or return for the test-only
@@ -919,10 +969,30 @@ class Runner(_Executor):
                 return jax.device_get(tree)
             from jax.experimental import multihost_utils  # only a run over several processes loads it
 
-            return multihost_utils.process_allgather(tree, tiled=True)
+            # an array spread over several processes' devices is gathered from all of them (every
+            # process reads it at the same point); one on this process's devices is read here
+            return jax.tree.map(
+                lambda x: multihost_utils.process_allgather(x, tiled=True)
+                if isinstance(x, jax.Array) and not x.is_fully_addressable
+                else jax.device_get(x),
+                tree,
+            )
         except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
             self._failed(exc, *made_by, faults.TO_HOST)
             return jax.tree.map(np.asarray, tree)  # test-only fallback: a second copy, element by element
+
+
+def _gathered(values: dict[int, tuple]) -> dict[int, tuple]:
+    """Per unit, the values of the process that owns it: every process gives every unit's tuple
+    of host arrays, zeros for the units it does not own, and each element is the largest over
+    the processes (unsigned and boolean values: the owner's; a unit spread over every process
+    has the same values in each)."""
+    if jax.process_count() == 1:
+        return values
+    from jax.experimental import multihost_utils  # only a run over several processes loads it
+
+    every = multihost_utils.process_allgather(values, tiled=False)  # a leading axis of processes
+    return jax.tree.map(lambda x: np.asarray(x).max(axis=0), every)
 
 
 def _put(tree, shardings):

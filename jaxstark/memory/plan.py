@@ -376,7 +376,9 @@ def _placement(us, airs, config: StarkConfig, default: jax.Device, spread: tuple
     (:func:`jaxstark.memory.cost.table_work`: the largest first, each onto the device with the
     least so far). Each device holds its own tables' buffers. Returns (devices: the unit's
     device, the first of its mesh; meshes; policies)."""
-    local = [d for d in spread if d.process_index == jax.process_index()]
+    # under jax.distributed every process's devices (each process proves the tables on its own;
+    # every process computes the same placement), else this process's
+    local = list(spread) if jax.process_count() > 1 else [d for d in spread if d.process_index == jax.process_index()]
     devices, meshes, policies = {}, {}, {}
     floor = default.platform != "cpu" and config.device_row_floor_log2
     whole = [i for i, u in enumerate(us) if not u.split and not (floor and u.log_rows < floor)]
@@ -702,9 +704,11 @@ def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozen
     default, spread = device
     devices, meshes, policies = _placement(us, airs, config, default, spread)
     budgets = {}
-    for i in (None, *devices):
+    for i in (None, *devices):  # the devices of this process's units (another process plans its own)
         dev = default if i is None else devices[i]
-        budgets[device_label(meshes.get(i), dev)] = device_budget(dev, config.vram_budget_mb)
+        mesh = meshes.get(i)
+        if any(d.process_index == jax.process_index() for d in (mesh.devices.flat if mesh is not None else [dev])):
+            budgets[device_label(mesh, dev)] = device_budget(dev, config.vram_budget_mb)
 
     def worst(rounds):
         return max(r.total / budgets[r.device].bytes for r in rounds)
