@@ -47,6 +47,14 @@ if jax.process_count() > 1:  # whole tables shared out over the processes: each 
     with open(out + ".machine", "wb") as f:
         f.write(machine.to_bytes())
     print("rounds planned here:", sorted({r.table for r in machine_plan.rounds if r.table is not None}), flush=True)
+    # a value >= p in the table process 1 proves: both processes refuse with the same error
+    bad = [(a, np.array(t, copy=True), p) for a, t, p in tables]
+    bad[2][1][5, 0] = np.uint64(2**64 - 1)
+    try:
+        js.prove(bad, config=small)
+        print("bad trace proven", flush=True)
+    except js.errors.NonCanonicalError as exc:
+        print(f"refused: {exc}", flush=True)
 else:  # a statement of whole tables: a device each, then all on one
     from jaxstark.memory import executor
     events = []  # the runner's dispatches and host waits, in order

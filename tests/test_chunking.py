@@ -189,6 +189,8 @@ def test_two_processes_prove_one_statement(tmp_path, alu14, chunked):
     one = js.prove(tables, config=small, device=jax.devices("cpu")[0]).to_bytes()
     machine = [(tmp_path / f"process{i}.bin.machine").read_bytes() for i in range(2)]
     assert machine[0] == machine[1] == one
+    for _, out in results:  # a bad value in process 1's table: both processes name it, neither hangs
+        assert "refused: prove: table 2 (RangeTable) trace" in out and "(5, 0)" in out, out
 
 
 def test_chunking_refuses_tables_that_read_the_next_row():
