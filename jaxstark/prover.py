@@ -137,7 +137,9 @@ def prove(
     group of row chunks (:mod:`jaxstark.chunking`) is split over ``devices`` (default: ``[device]``
     when ``device`` is given, else every device of the target platform, of every process), and
     whole tables are placed on this process's ``devices`` (one each while there are enough,
-    else balanced by estimated work), those on distinct devices proven at the same time.
+    else balanced by estimated work), those on distinct devices proven at the same time; under
+    ``jax.distributed`` on every process's devices, each process proving its own (every process
+    returns the whole proof).
 
     A trace value ``>= p`` raises :class:`~jaxstark.errors.NonCanonicalError` naming its table,
     row and column: found by the trace commit on the device and raised when the table's values

@@ -372,7 +372,8 @@ class Plan:
 def _placement(us, airs, config: StarkConfig, default: jax.Device, spread: tuple):
     """Where each unit runs: below the row floor, on the CPU by policy; a group of chunks, split
     over as many devices of ``spread`` as it has chunks (a mesh); whole tables, one per device of
-    this process in statement order where there are enough, else balanced by estimated work
+    this process (under ``jax.distributed``, of every process: each proves its own) in
+    statement order where there are enough, else balanced by estimated work
     (:func:`jaxstark.memory.cost.table_work`: the largest first, each onto the device with the
     least so far). Each device holds its own tables' buffers. Returns (devices: the unit's
     device, the first of its mesh; meshes; policies)."""
