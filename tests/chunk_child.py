@@ -57,6 +57,7 @@ if jax.process_count() > 1:  # whole tables shared out over the processes: each 
         print(f"refused: {exc}", flush=True)
 else:  # a statement of whole tables: a device each, then all on one
     from jaxstark.memory import executor
+
     events = []  # the runner's dispatches and host waits, in order
     run, host = executor.Runner.run, executor.Runner.host
     executor.Runner.run = lambda self, table, name, *a, **k: (

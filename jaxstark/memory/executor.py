@@ -972,9 +972,11 @@ class Runner(_Executor):
             # an array spread over several processes' devices is gathered from all of them (every
             # process reads it at the same point); one on this process's devices is read here
             return jax.tree.map(
-                lambda x: multihost_utils.process_allgather(x, tiled=True)
-                if isinstance(x, jax.Array) and not x.is_fully_addressable
-                else jax.device_get(x),
+                lambda x: (
+                    multihost_utils.process_allgather(x, tiled=True)
+                    if isinstance(x, jax.Array) and not x.is_fully_addressable
+                    else jax.device_get(x)
+                ),
                 tree,
             )
         except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly

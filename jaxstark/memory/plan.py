@@ -704,12 +704,13 @@ def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozen
     unit_airs = tuple(airs[u.table] for u in us)
     default, spread = device
     devices, meshes, policies = _placement(us, airs, config, default, spread)
-    budgets = {}
+    budgets, mine = {}, set()
     for i in (None, *devices):  # the devices of this process's units (another process plans its own)
         dev = default if i is None else devices[i]
         mesh = meshes.get(i)
         if any(d.process_index == jax.process_index() for d in (mesh.devices.flat if mesh is not None else [dev])):
             budgets[device_label(mesh, dev)] = device_budget(dev, config.vram_budget_mb)
+            mine.add(i)
 
     def worst(rounds):
         return max(r.total / budgets[r.device].bytes for r in rounds)
@@ -722,7 +723,9 @@ def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozen
     statement = tuple(range(len(us)))
     best_order = _interleaved(statement, devset)
     best = run(best_order)
-    if len(us) > 1:
+    # (with units another process owns, statement order: the processes' reads of the units they
+    # share must come in one order, and each would weigh the tables by its own rounds)
+    if len(us) > 1 and len(mine) == len(us) + 1:
         weight = dict.fromkeys(statement, 0)
         for r in best.rounds:
             if r.table is not None:
