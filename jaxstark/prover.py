@@ -30,7 +30,7 @@ import numpy as np
 
 from jaxstark.air import AIR, Val
 from jaxstark.config import StarkConfig
-from jaxstark.errors import AirViolation, ShapeError
+from jaxstark.errors import AirViolation, DeviceBudgetExceeded, ShapeError
 from jaxstark.field import goldilocks as gl
 from jaxstark.field._check import field_array
 from jaxstark.logup import check_bus_arity, check_buses
@@ -167,6 +167,8 @@ def prove(
     chunks = table_chunks(airs, log_ns, config, "prove")
     host = tuple(isinstance(t, np.ndarray) for t, _, _ in checked)  # a numpy trace is copied in per round
     the_plan = plan_checked(airs, log_ns, config, device, chunks, devices, progress, host)
+    if the_plan.others:  # whole tables shared out over jax.distributed processes: admitted together
+        _admitted_everywhere(the_plan)
     the_plan.admit()  # raises DeviceBudgetExceeded before any dispatch
     watch = None if progress is None else (progress, the_plan)
     shapes = frozenset((t.log_n, t.blowup, t.device) for t in the_plan.tables)
@@ -179,3 +181,19 @@ def prove(
     chunks, groups = the_plan.chunks, the_plan.groups
     proofs = schedule(runner, airs, traces, publics, log_ns, config, the_plan.order, debug, chunks, groups)
     return Proof(config_id=config.fingerprint(), tables=tuple(proofs), chunks=chunks)
+
+
+def _admitted_everywhere(the_plan) -> None:
+    """Every process's share of a statement whose whole tables are shared out fits, or every
+    process raises :class:`~jaxstark.errors.DeviceBudgetExceeded` before anything is dispatched
+    (the one over budget with its own diagnostic): none waits for another in an exchange."""
+    from jaxstark.memory.executor import agreed
+
+    said = agreed("" if the_plan.fits else "over budget")
+    the_plan.admit()
+    over = [p for p, message in enumerate(said) if message]
+    if over:
+        raise DeviceBudgetExceeded(
+            f"jax.distributed process(es) {over}: their share of the statement exceeds their devices' budget "
+            "(nothing was dispatched; their own error names the binding round)"
+        )

@@ -205,7 +205,22 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
     # their devices work at once, then each is collected (the host's one wait for its values)
     # and released, in order
     proofs = [None] * n
-    for wave in waves([i for i in order if owned[i]], ex.devset):
+    try:
+        _rounds_2_to_5(ex, [i for i in order if owned[i]], us, again, traces, domains, mains, auxes, airs, publics,
+                       forks, config, challenges, tr, debug, proofs, bads)  # fmt: skip
+    except Exception as exc:
+        if not (shared_out and ex.concrete):
+            raise
+        ex.share_proofs(proofs, owned, exc)  # every process learns of it; this one raises it
+    if shared_out and ex.concrete:  # each unit's proof from the process that owns it
+        proofs = ex.share_proofs(proofs, owned)
+    return [p for i, u in enumerate(us) for p in (proofs[i] if ex.concrete else [None] * u.count)]
+
+
+def _rounds_2_to_5(ex, order, us, again, traces, domains, mains, auxes, airs, publics, forks, config, challenges, tr,
+                   debug, proofs, bads) -> None:  # fmt: skip
+    """Each unit of ``order``: its rounds 2-5 in waves, its proof into ``proofs``."""
+    for wave in waves(order, ex.devset):
         finishes = []
         for i in wave:
             u = us[i]
@@ -221,9 +236,6 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
             proofs[i] = finish()
             mains[i] = auxes[i] = bads[i] = None
             ex.release(i)
-    if shared_out and ex.concrete:  # each unit's proof from the process that owns it
-        proofs = ex.share_proofs(proofs, owned)
-    return [p for i, u in enumerate(us) for p in (proofs[i] if ex.concrete else [None] * u.count)]
 
 
 # what a process gives for a unit another process owns (its values come from the owner; a unit

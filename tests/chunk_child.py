@@ -49,12 +49,30 @@ if jax.process_count() > 1:  # whole tables shared out over the processes: each 
     print("rounds planned here:", sorted({r.table for r in machine_plan.rounds if r.table is not None}), flush=True)
     # a value >= p in the table process 1 proves: both processes refuse with the same error
     bad = [(a, np.array(t, copy=True), p) for a, t, p in tables]
-    bad[2][1][5, 0] = np.uint64(2**64 - 1)
+    bad[1][1][5, 0] = np.uint64(2**64 - 1)
     try:
         js.prove(bad, config=small)
         print("bad trace proven", flush=True)
     except js.errors.NonCanonicalError as exc:
         print(f"refused: {exc}", flush=True)
+    # a device failure in process 1's rounds 2-5, and process 1 over its budget: both processes raise
+    import dataclasses
+
+    from jaxstark import faults
+
+    armed = faults.arm("DEEP") if pid == 1 else None
+    try:
+        js.prove(tables, config=small)
+        print("faulted run proven", flush=True)
+    except js.errors.JaxstarkError as exc:
+        print(f"fault: {type(exc).__name__}: {str(exc).splitlines()[0]}", flush=True)
+    if armed is not None:
+        faults.disarm(armed)
+    try:
+        js.prove(tables, config=dataclasses.replace(small, vram_budget_mb=0.01 if pid == 1 else None))
+        print("over budget proven", flush=True)
+    except js.errors.DeviceBudgetExceeded as exc:
+        print(f"over budget: {str(exc).splitlines()[0]}", flush=True)
 else:  # a statement of whole tables: a device each, then all on one
     from jaxstark.memory import executor
 

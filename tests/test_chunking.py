@@ -169,7 +169,8 @@ def test_two_processes_prove_one_statement(tmp_path, alu14, chunked):
     """``jax.distributed`` on localhost: two processes of 2 host devices each; every group of 8
     chunks is split over all 4 devices, so each process proves its share of every group; both
     end with the whole proof, the same bytes as on one device. The machine's three whole tables
-    are shared out over the 4 devices: process 0 proves two, process 1 the third, and both end
+    are shared out over the 4 devices, the processes in turn: process 0 proves two, process 1
+    the other, and both end
     with the one-device proof's bytes (the roots and bus sums exchanged, the transcript chained
     on the host)."""
     air, _, public = alu14
@@ -181,16 +182,22 @@ def test_two_processes_prove_one_statement(tmp_path, alu14, chunked):
     assert "each group split over 4 devices" in results[0][1], results[0][1]
     assert results[0][0] == results[1][0] == chunked.to_bytes()
     assert js.verify(air, results[0][0], public, cfg())
-    placed = {"Alu on cpu:0", "Program on cpu:1", "RangeTable on cpu:2"}
+    placed = {"Alu on cpu:0", "Program on cpu:2", "RangeTable on cpu:1"}  # the processes in turn
     assert all(p in out for p in placed for _, out in results), results  # (gloo logs on the same stdout)
-    assert "rounds planned here: [0, 1]" in results[0][1] and "rounds planned here: [2]" in results[1][1]
+    assert "rounds planned here: [0, 2]" in results[0][1] and "rounds planned here: [1]" in results[1][1]
     tables = machine_example(6, bits=4)
     small = js.StarkConfig(blowup=2, num_queries=10, grinding_bits=2, fri_final_degree=4)
     one = js.prove(tables, config=small, device=jax.devices("cpu")[0]).to_bytes()
     machine = [(tmp_path / f"process{i}.bin.machine").read_bytes() for i in range(2)]
     assert machine[0] == machine[1] == one
     for _, out in results:  # a bad value in process 1's table: both processes name it, neither hangs
-        assert "refused: prove: table 2 (RangeTable) trace" in out and "(5, 0)" in out, out
+        assert "refused: prove: table 1 (Program) trace" in out and "(5, 0)" in out, out
+    # a device failure in process 1's rounds 2-5: it raises it, process 0 an error naming it
+    assert "fault: DeviceFailure: " in results[1][1], results[1][1]
+    assert "fault: JaxstarkError: jax.distributed process 1 failed proving its tables: DeviceFailure" in results[0][1]
+    # process 1's share over its budget: both refuse before dispatching anything
+    assert "over budget: the planned device set exceeds the memory budget" in results[1][1], results[1][1]
+    assert "over budget: jax.distributed process(es) [1]: their share" in results[0][1], results[0][1]
 
 
 def test_chunking_refuses_tables_that_read_the_next_row():

@@ -50,7 +50,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
 from jaxstark import compile_cache, faults, kernels, lde, ntt, transfer
-from jaxstark.errors import DeviceFailure
+from jaxstark.errors import DeviceFailure, JaxstarkError
 from jaxstark.hash.interface import DIGEST_BYTES, get_hash
 from jaxstark.progress import RoundEvent
 from jaxstark.rounds import TRACE_COMMIT, registered
@@ -559,9 +559,10 @@ class _Executor:
         transcript, abstract, and no values."""
         return self._abstract_transcript(tr.hash_name), {}
 
-    def share_proofs(self, proofs: list, owned: list) -> list:
+    def share_proofs(self, proofs: list, owned: list, failure: BaseException | None = None) -> list:
         """Every unit's table proofs, each from the process that owns the unit (the planner has
-        none)."""
+        none). ``failure``: what this process raised proving its units; every process learns of
+        it and raises (this one ``failure``, the others an error naming the process)."""
         return proofs
 
     def label(self, table: int | None) -> str:
@@ -921,8 +922,15 @@ class Runner(_Executor):
         out = host.as_transcript()
         return self._to_device(out, jax.tree.map(lambda _: self._statement_sharding(), out)), values
 
-    def share_proofs(self, proofs: list, owned: list) -> list:
+    def share_proofs(self, proofs: list, owned: list, failure: BaseException | None = None) -> list:
         from jaxstark.proof import Proof  # (the proof format: only a shared statement needs it here)
+
+        said = agreed("" if failure is None else f"{type(failure).__name__}: {failure}")
+        if failure is not None:
+            raise failure
+        for p, message in enumerate(said):
+            if message:
+                raise JaxstarkError(f"jax.distributed process {p} failed proving its tables: {message}")
 
         blobs = {i: Proof("", tuple(p)).to_bytes() for i, p in enumerate(proofs) if owned[i]}
         sizes = _gathered({i: (np.array(len(blobs.get(i, b"")), np.uint64),) for i in range(len(proofs))})
@@ -982,6 +990,20 @@ class Runner(_Executor):
         except Exception as exc:  # noqa: BLE001 -- every device failure is re-raised loudly
             self._failed(exc, *made_by, faults.TO_HOST)
             return jax.tree.map(np.asarray, tree)  # test-only fallback: a second copy, element by element
+
+
+def agreed(message: str) -> list[str]:
+    """Every ``jax.distributed`` process's ``message`` ("" for none; at most 4096 bytes of its
+    UTF-8 kept), in process order: what lets every process raise when one of them fails, rather
+    than the others waiting for it in the next exchange. One process: ``[message]``."""
+    if jax.process_count() == 1:
+        return [message]
+    width = 4096
+    slots = np.zeros((jax.process_count(), width), np.uint8)
+    data = message.encode()[:width]
+    slots[jax.process_index(), : len(data)] = np.frombuffer(data, np.uint8)
+    got = _gathered({0: (slots,)})[0][0]
+    return [bytes(row).rstrip(b"\0").decode(errors="replace") for row in got]
 
 
 def _gathered(values: dict[int, tuple]) -> dict[int, tuple]:

@@ -130,6 +130,8 @@ class Plan:
     # estimated extra seconds; fits, peak and seconds None where it was not planned, and why), the
     # chosen one first
     compared: tuple[tuple[str, bool | None, int | None, float | None, str], ...] = ()
+    # units another jax.distributed process proves (whole tables shared out): not planned here
+    others: tuple[int, ...] = ()
 
     def chunking(self, table: int) -> str:
         """How statement table ``table`` is split, in words ('' when whole)."""
@@ -369,6 +371,16 @@ class Plan:
         return "\n".join(lines)
 
 
+def _shares_out(us, config: StarkConfig, whole: list) -> bool:
+    """Whether whole tables are shared out over the processes of ``jax.distributed`` (each
+    process proving its own): only for a statement no table of which is split into row chunks,
+    without the planner's own chunking choice (``max_chunk_rows_log2="auto"``, which each process
+    would make from its own tables' rounds), and with a whole table for every process. Else
+    every process proves every whole table on its own devices."""
+    return (jax.process_count() > 1 and not any(u.split for u in us) and config.max_chunk_rows_log2 != "auto"
+            and len(whole) >= jax.process_count())  # fmt: skip
+
+
 def _placement(us, airs, config: StarkConfig, default: jax.Device, spread: tuple):
     """Where each unit runs: below the row floor, on the CPU by policy; a group of chunks, split
     over as many devices of ``spread`` as it has chunks (a mesh); whole tables, one per device of
@@ -377,12 +389,13 @@ def _placement(us, airs, config: StarkConfig, default: jax.Device, spread: tuple
     (:func:`jaxstark.memory.cost.table_work`: the largest first, each onto the device with the
     least so far). Each device holds its own tables' buffers. Returns (devices: the unit's
     device, the first of its mesh; meshes; policies)."""
-    # under jax.distributed every process's devices (each process proves the tables on its own;
-    # every process computes the same placement), else this process's
-    local = list(spread) if jax.process_count() > 1 else [d for d in spread if d.process_index == jax.process_index()]
+    local = [d for d in spread if d.process_index == jax.process_index()]
     devices, meshes, policies = {}, {}, {}
     floor = default.platform != "cpu" and config.device_row_floor_log2
     whole = [i for i, u in enumerate(us) if not u.split and not (floor and u.log_rows < floor)]
+    if _shares_out(us, config, whole):  # every process's devices, in turn by process
+        local = sorted(spread, key=lambda d: ([x for x in spread if x.process_index == d.process_index].index(d),
+                                              d.process_index))  # fmt: skip
     if len(whole) <= len(local):  # a device each, in statement order
         onto = {i: local[k] for k, i in enumerate(whole)}
     else:  # the largest estimated work first, each onto the device with the least so far
@@ -723,9 +736,9 @@ def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozen
     statement = tuple(range(len(us)))
     best_order = _interleaved(statement, devset)
     best = run(best_order)
-    # (with units another process owns, statement order: the processes' reads of the units they
-    # share must come in one order, and each would weigh the tables by its own rounds)
-    if len(us) > 1 and len(mine) == len(us) + 1:
+    # (under jax.distributed statement order: the processes' reads of the units they share must
+    # come in one order, and with tables shared out each would weigh them by its own rounds)
+    if len(us) > 1 and jax.process_count() == 1:
         weight = dict.fromkeys(statement, 0)
         for r in best.rounds:
             if r.table is not None:
@@ -748,7 +761,7 @@ def _plan_units(airs, log_ns, config, device, chunks, groups, host, park: frozen
     return Plan(tables, tuple(best.rounds), budgets, best_order, devices, default, tuple(chunks), tuple(groups), meshes,
                 host, parked, dict(best.parkable), recomputed=recomputed,
                 recomputable=dict(best.recomputable), row_blocks=tuple(sorted(blocks.items())),
-                blockable=dict(best.blocked))  # fmt: skip
+                blockable=dict(best.blocked), others=tuple(sorted(set(devices) - mine)))  # fmt: skip
 
 
 def _devset(meshes: dict, devices: dict, unit: int) -> frozenset:
