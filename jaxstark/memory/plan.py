@@ -462,6 +462,9 @@ def plan_checked(
         raise ValueError(f"plan: {len(host)} host_traces flags for {len(airs)} tables")
     fixed = chunk_group(config)
     default = device or _target_device()
+    if default.process_index != jax.process_index():
+        raise ValueError(f"plan: device {default} belongs to jax.distributed process {default.process_index}; this "
+                         f"is process {jax.process_index()}: pass one of its own (jax.local_devices())")  # fmt: skip
     spread = tuple(devices) if devices else (default,) if device else tuple(jax.devices(default.platform))
     if default not in spread:
         spread = (default, *spread)
