@@ -73,6 +73,11 @@ if jax.process_count() > 1:  # whole tables shared out over the processes: each 
         print("over budget proven", flush=True)
     except js.errors.DeviceBudgetExceeded as exc:
         print(f"over budget: {str(exc).splitlines()[0]}", flush=True)
+    if pid == 1:  # a default device of another process is refused
+        try:
+            js.plan([(a, t) for a, t, _ in tables], config=small, device=jax.devices()[0])
+        except ValueError as exc:
+            print(f"foreign device: {exc}", flush=True)
 else:  # a statement of whole tables: a device each, then all on one
     from jaxstark.memory import executor
 
