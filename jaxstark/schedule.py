@@ -238,8 +238,8 @@ def _rounds_2_to_5(ex, order, us, again, traces, domains, mains, auxes, airs, pu
             ex.release(i)
 
 
-# what a process gives for a unit another process owns (its values come from the owner; a unit
-# another process owns is a whole table: a group of row chunks is spread over every process)
+# what a process gives for a unit another process owns (its values come from the owner): a
+# whole table (tables are shared out only when none is split: plan._shares_out)
 def _zero_roots(i: int) -> tuple:
     return np.zeros(32, np.uint8), np.zeros(3, np.uint64)  # the trace root, the field check
 
