@@ -372,7 +372,7 @@ def _table_values(ex, i, unit, air, domain, opened, ood, fri, q, comp, aux, bad,
         )
         if debug:  # the trace passed check_trace, so a declared degree is wrong
             raise AirViolation(message)
-        warnings.warn(message + "; the proof will not verify", stacklevel=4)
+        warnings.warn(message + "; the proof will not verify", stacklevel=5)  # _rounds_2_to_5, schedule, prove
     if not unit.split:
         return [_table_proof(air, domain.log_n, fields)]
     return [_table_proof(air, domain.log_n, jax.tree.map(lambda x, j=j: x[j], fields)) for j in range(unit.count)]
