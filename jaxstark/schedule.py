@@ -205,16 +205,27 @@ def schedule(ex, airs, traces, publics, log_ns, config: StarkConfig, order, debu
     # their devices work at once, then each is collected (the host's one wait for its values)
     # and released, in order
     proofs = [None] * n
-    try:
-        _rounds_2_to_5(ex, [i for i in order if owned[i]], us, again, traces, domains, mains, auxes, airs, publics,
-                       forks, config, challenges, tr, debug, proofs, bads)  # fmt: skip
-    except Exception as exc:
-        if not (shared_out and ex.concrete):
-            raise
-        ex.share_proofs(proofs, owned, exc)  # every process learns of it; this one raises it
-    if shared_out and ex.concrete:  # each unit's proof from the process that owns it
-        proofs = ex.share_proofs(proofs, owned)
-    return [p for i, u in enumerate(us) for p in (proofs[i] if ex.concrete else [None] * u.count)]
+    args = (ex, [i for i in order if owned[i]], us, again, traces, domains, mains, auxes, airs, publics, forks, config,
+            challenges, tr, debug, proofs, bads)  # fmt: skip
+    if not (shared_out and ex.concrete):
+        _rounds_2_to_5(*args)
+        return [p for i, u in enumerate(us) for p in (proofs[i] if ex.concrete else [None] * u.count)]
+    # shared out: each unit's proof from the process that owns it, and every process's warnings
+    # given again in every process; a failure in one is raised in all
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            _rounds_2_to_5(*args)
+        except Exception as exc:
+            ex.share_proofs(proofs, owned, exc)  # every process learns of it; this one raises it
+    ours = [w for w in caught if str(w.message).endswith(_WILL_NOT_VERIFY)]  # the table's own verdict
+    for w in caught:
+        if w not in ours:  # anything else, as it was given
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    proofs, notes = ex.share_proofs(proofs, owned, notes=tuple(str(w.message) for w in ours))
+    for note in notes:
+        warnings.warn(note, stacklevel=3)  # the caller of prove
+    return [p for i, u in enumerate(us) for p in proofs[i]]
 
 
 def _rounds_2_to_5(ex, order, us, again, traces, domains, mains, auxes, airs, publics, forks, config, challenges, tr,
@@ -236,6 +247,9 @@ def _rounds_2_to_5(ex, order, us, again, traces, domains, mains, auxes, airs, pu
             proofs[i] = finish()
             mains[i] = auxes[i] = bads[i] = None
             ex.release(i)
+
+
+_WILL_NOT_VERIFY = "; the proof will not verify"
 
 
 # what a process gives for a unit another process owns (its values come from the owner): a
@@ -372,7 +386,7 @@ def _table_values(ex, i, unit, air, domain, opened, ood, fri, q, comp, aux, bad,
         )
         if debug:  # the trace passed check_trace, so a declared degree is wrong
             raise AirViolation(message)
-        warnings.warn(message + "; the proof will not verify", stacklevel=5)  # _rounds_2_to_5, schedule, prove
+        warnings.warn(message + _WILL_NOT_VERIFY, stacklevel=5)  # _rounds_2_to_5, schedule, prove
     if not unit.split:
         return [_table_proof(air, domain.log_n, fields)]
     return [_table_proof(air, domain.log_n, jax.tree.map(lambda x, j=j: x[j], fields)) for j in range(unit.count)]

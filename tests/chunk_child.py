@@ -73,6 +73,16 @@ if jax.process_count() > 1:  # whole tables shared out over the processes: each 
         print("over budget proven", flush=True)
     except js.errors.DeviceBudgetExceeded as exc:
         print(f"over budget: {str(exc).splitlines()[0]}", flush=True)
+    # a table that does not satisfy its AIR, proven by process 1: both processes warn (no debug)
+    import warnings
+
+    fib, fib_trace, fib_public = EXAMPLES["fibonacci"](6)
+    broken = np.array(fib_trace, copy=True)
+    broken[5, 1] += np.uint64(1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        js.prove([(fib, np.asarray(fib_trace), fib_public), (fib, broken, fib_public)], config=small)
+    print("AIR warnings:", sum("does not satisfy the AIR" in str(w.message) for w in caught), flush=True)
     if pid == 1:  # a default device of another process is refused
         try:
             js.plan([(a, t) for a, t, _ in tables], config=small, device=jax.devices()[0])

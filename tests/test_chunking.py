@@ -198,6 +198,7 @@ def test_two_processes_prove_one_statement(tmp_path, alu14, chunked):
     # process 1's share over its budget: both refuse before dispatching anything
     assert "over budget: the planned device set exceeds the memory budget" in results[1][1], results[1][1]
     assert "over budget: jax.distributed process(es) [1]: their share" in results[0][1], results[0][1]
+    assert all("AIR warnings: 1" in out for _, out in results), results  # process 1's table, warned in both
     assert "foreign device: plan: device cpu:0 belongs to jax.distributed process 0; this is process 1" in results[1][1]
 
 

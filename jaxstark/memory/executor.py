@@ -39,6 +39,7 @@ import concurrent.futures
 import contextvars
 import dataclasses
 import functools
+import json
 import math
 import os
 import sys
@@ -559,11 +560,13 @@ class _Executor:
         transcript, abstract, and no values."""
         return self._abstract_transcript(tr.hash_name), {}
 
-    def share_proofs(self, proofs: list, owned: list, failure: BaseException | None = None) -> list:
+    def share_proofs(self, proofs: list, owned: list, failure: BaseException | None = None,
+                     notes: tuple[str, ...] = ()) -> tuple[list, list[str]]:  # fmt: skip
         """Every unit's table proofs, each from the process that owns the unit (the planner has
-        none). ``failure``: what this process raised proving its units; every process learns of
-        it and raises (this one ``failure``, the others an error naming the process)."""
-        return proofs
+        none), and every process's ``notes`` (the warnings it gave proving its units), in
+        process order. ``failure``: what this process raised proving its units; every process
+        learns of it and raises (this one ``failure``, the others an error naming the process)."""
+        return proofs, list(notes)
 
     def label(self, table: int | None) -> str:
         """``gpu:0``, or ``gpu:0+1`` for a unit spread over a mesh."""
@@ -922,22 +925,27 @@ class Runner(_Executor):
         out = host.as_transcript()
         return self._to_device(out, jax.tree.map(lambda _: self._statement_sharding(), out)), values
 
-    def share_proofs(self, proofs: list, owned: list, failure: BaseException | None = None) -> list:
+    def share_proofs(self, proofs: list, owned: list, failure: BaseException | None = None,
+                     notes: tuple[str, ...] = ()) -> tuple[list, list[str]]:  # fmt: skip
         from jaxstark.proof import Proof  # (the proof format: only a shared statement needs it here)
 
-        said = agreed("" if failure is None else f"{type(failure).__name__}: {failure}")
+        # one exchange carries both, so that every process reaches the same exchanges in order
+        said = agreed(json.dumps(dict(failure=None if failure is None else f"{type(failure).__name__}: {failure}",
+                                      notes=[n[:500] for n in notes[:6]])))  # fmt: skip
         if failure is not None:
             raise failure
-        for p, message in enumerate(said):
-            if message:
-                raise JaxstarkError(f"jax.distributed process {p} failed proving its tables: {message}")
+        heard = [_said(text) for text in said]
+        for p, (failed, _) in enumerate(heard):
+            if failed:
+                raise JaxstarkError(f"jax.distributed process {p} failed proving its tables: {failed}")
 
         blobs = {i: Proof("", tuple(p)).to_bytes() for i, p in enumerate(proofs) if owned[i]}
         sizes = _gathered({i: (np.array(len(blobs.get(i, b"")), np.uint64),) for i in range(len(proofs))})
         width = int(max((int(v[0]) for v in sizes.values()), default=0))
         rows = {i: (np.frombuffer(blobs.get(i, b"").ljust(width, b"\0"), np.uint8),) for i in range(len(proofs))}
         got = _gathered(rows)
-        return [list(Proof.from_bytes(bytes(got[i][0][: int(sizes[i][0])])).tables) for i in range(len(proofs))]
+        shared = [list(Proof.from_bytes(bytes(got[i][0][: int(sizes[i][0])])).tables) for i in range(len(proofs))]
+        return shared, [note for _, notes in heard for note in notes]
 
     def _failed(self, exc: BaseException, table: int | None, name: str, site: str) -> None:
         """Re-raise ``exc`` unless it is a device failure; then raise :class:`DeviceFailure` with
@@ -1004,6 +1012,16 @@ def agreed(message: str) -> list[str]:
     slots[jax.process_index(), : len(data)] = np.frombuffer(data, np.uint8)
     got = _gathered({0: (slots,)})[0][0]
     return [bytes(row).rstrip(b"\0").decode(errors="replace") for row in got]
+
+
+def _said(text: str) -> tuple[str | None, list[str]]:
+    """(failure, notes) of a process's :func:`agreed` message in :meth:`Runner.share_proofs`
+    (cut at 4096 bytes: a message that no longer parses is kept as the failure's text)."""
+    try:
+        data = json.loads(text)
+        return data["failure"], list(data["notes"])
+    except (ValueError, KeyError, TypeError):
+        return text or None, []
 
 
 def _gathered(values: dict[int, tuple]) -> dict[int, tuple]:
