@@ -55,8 +55,8 @@ from jaxstark.rounds import (
 from jaxstark.transcript import MAX_LABEL, grind_batch
 
 __all__ = [
-    "ModelRound", "TableModel", "model", "within", "buffer_name", "features", "round_features", "fri_layer_sizes",
-    "FEATURES", "ROUND_FEATURES", "TEMP_COEFFS", "FIT_QUALITY", "TREE_BUILD_COEFFS", "STRATEGIES",
+    "ModelRound", "TableModel", "model", "within", "search_held", "buffer_name", "features", "round_features",
+    "fri_layer_sizes", "FEATURES", "ROUND_FEATURES", "TEMP_COEFFS", "FIT_QUALITY", "TREE_BUILD_COEFFS", "STRATEGIES",
 ]  # fmt: skip
 
 BIG_LDE_ROWS = 1 << 22  # LDE rows from which the "L*c*big" feature counts (see below)
@@ -140,7 +140,7 @@ FIT_QUALITY = {
 # composition's tree built apart), as one linear form in "Lb" (the tree's leaves, at most
 # merkle.BLOCK: the jnp builder hashes a block of leaves at a time) and "Lb*w" (times the words
 # of a leaf's row). CPU: fitted on 25 rebuilds of 6 shapes (2^10-2^14 rows, 2-200 columns,
-# blowup 2-4; benchmarks/fit_memory_model.py strategies), within -29% / +47% of those
+# blowup 2-4; benchmarks/bench_model_strategies.py --fit), within -29% / +47% of those
 # temporaries. GPU: not recorded; the tree kernels write the node buffer in place, so only the
 # tree is counted.
 TREE_BUILD_COEFFS: dict[str, dict[str, float]] = {
@@ -569,54 +569,73 @@ def _names(what: str, names) -> frozenset[str]:
     return frozenset(names)
 
 
+def search_held(start, fits, ratio, where, candidates, replan):
+    """The held-buffer search the planner (:func:`jaxstark.memory.plan.plan_checked`) and
+    :func:`within` share, greedy: while ``fits(current)`` is false, take the candidate that
+    frees the most from its binding round -- ``candidates(current, chosen, tried)`` lists them as
+    (bytes freed, "park" | "recompute" | "blocks", name, blocks) -- plan again with it
+    (``replan(chosen)``; ``chosen`` = (parked names, recomputed name -> bytes, round -> blocks)),
+    and keep the step only if the binding round shrank: ``ratio`` (its size against its budget)
+    did not grow, and where the same round binds (``where``), it is smaller. Returns the first
+    plan that fits, else the one with the smallest ``ratio``."""
+    best = current = start
+    chosen, tried = (frozenset(), {}, {}), set()
+    while not fits(current):
+        found = candidates(current, chosen, tried)
+        if not found:
+            break
+        b, kind, name, k = max(found, key=lambda c: (c[0], c[1], c[2]))
+        tried.add((name, k) if kind == "blocks" else name)
+        park, recompute, blocks = chosen
+        more = (park | {name} if kind == "park" else park, {**recompute, name: b} if kind == "recompute" else recompute,
+                {**blocks, name: k} if kind == "blocks" else blocks)  # fmt: skip
+        q = replan(more)
+        if ratio(q) > ratio(current) or (where(q) == where(current) and q.binding.total >= current.binding.total):
+            continue  # it did not shrink the binding round (a tree built there may stay a temporary): not kept
+        current, chosen = q, more
+        if fits(current) or ratio(current) < ratio(best):
+            best = current
+    return best
+
+
 def within(air: AIR | None, log_n: int, config: StarkConfig, budget: int, *, strategies: Iterable[str] | None = None,
            **kwargs) -> TableModel:  # fmt: skip
     """The model with held buffers parked, recomputed or in more row blocks as the planner
-    chooses them (:func:`jaxstark.memory.plan.plan_checked`'s search, on the model's figures):
-    while the peak is over ``budget`` (bytes), take the candidate that frees the most from the
-    binding round -- a tree it holds or builds (recomputed), another round output it holds
-    without taking it (parked), or 8 times its row blocks (counted as the share of its
-    temporaries that would go) -- and keep it only if the binding round shrank (or another, no
-    larger, binds now). ``strategies``: what may be chosen (default: ``config.held_strategies``).
-    Returns the first model within the budget, else the one whose peak is smallest; its
+    chooses them (:func:`search_held` on the model's figures): a tree the binding round holds
+    or builds (recomputed), another round output it holds without taking it (parked), or 8
+    times its row blocks (counted as the share of its temporaries that would go).
+    ``strategies``: what may be chosen (default: ``config.held_strategies``). Returns the first
+    model within ``budget`` (bytes), else the one whose peak is smallest; its
     :meth:`TableModel.strategies` says what it chose. ``kwargs`` go to :func:`model`."""
     allowed = set(config.held_strategies if strategies is None else _names("strategies", strategies))
     if allowed - set(STRATEGIES):
         raise ValueError(f"within: unknown strategies {sorted(allowed - set(STRATEGIES))}; known: {list(STRATEGIES)}")
     if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
         raise ValueError(f"within: budget must be a positive number of bytes, got {budget!r}")
-    m = best = model(air, log_n, config, **kwargs)
-    park, recompute, blocks, tried = frozenset(), frozenset(), {}, set()
-    while m.peak > budget:
-        r = m.binding
-        candidates = []  # (bytes it frees from the binding round, kind, name, blocks)
+
+    def candidates(m: TableModel, chosen, tried) -> list:
+        r, found = m.binding, []
         for name, b in r.held:
             if name in tried:
                 continue
             if name in m.recomputable and "recompute" in allowed:
-                candidates.append((b, "recompute", name, 0))
+                found.append((b, "recompute", name, 0))
             elif name in m.parkable and "park" in allowed:
-                candidates.append((b, "park", name, 0))
-        candidates += [(b, "recompute", name, 0) for name, b in r.outputs
-                       if name in m.recomputable and name not in tried and "recompute" in allowed]  # fmt: skip
+                found.append((b, "park", name, 0))
+        found += [(b, "recompute", name, 0) for name, b in r.outputs
+                  if name in m.recomputable and name not in tried and "recompute" in allowed]  # fmt: skip
         default, most = m.blockable.get(r.name, (1, 1))
         now = dict(m.row_blocks).get(r.name, default)
         if "blocks" in allowed and now < most and (r.name, min(most, 8 * now)) not in tried:
             k = min(most, 8 * now)
-            candidates.append((int(r.temporaries * (1 - now / k)), "blocks", r.name, k))
-        if not candidates:
-            break
-        _, kind, name, k = max(candidates, key=lambda c: (c[0], c[1], c[2]))
-        tried.add((name, k) if kind == "blocks" else name)
-        more = (park | {name} if kind == "park" else park, recompute | {name} if kind == "recompute" else recompute,
-                {**blocks, name: k} if kind == "blocks" else blocks)  # fmt: skip
-        q = model(air, log_n, config, park=more[0], recompute=more[1], blocks=more[2], **kwargs)
-        if q.peak > m.peak or (q.binding.name == r.name and q.binding.total >= r.total):
-            continue  # the binding round did not shrink (a tree built there may stay a temporary): not kept
-        m, (park, recompute, blocks) = q, more
-        if m.peak <= budget or m.peak < best.peak:
-            best = m
-    return best
+            found.append((int(r.temporaries * (1 - now / k)), "blocks", r.name, k))
+        return found
+
+    def replan(chosen) -> TableModel:
+        return model(air, log_n, config, park=chosen[0], recompute=chosen[1], blocks=chosen[2], **kwargs)
+
+    return search_held(model(air, log_n, config, **kwargs), lambda m: m.peak <= budget, lambda m: m.peak / budget,
+                       lambda m: m.binding.name, candidates, replan)  # fmt: skip
 
 
 _PLAN_FIELDS = {

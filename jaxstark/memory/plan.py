@@ -64,7 +64,7 @@ from jaxstark.errors import DeviceBudgetExceeded, ShapeError
 from jaxstark.memory import cost
 from jaxstark.memory.budget import _POSTURE_VARS, ENV_BUDGET, Budget, allocator_posture, device_budget, live_memory
 from jaxstark.memory.executor import CHUNK_AXIS, PLANNING, Planner, RoundMemory, device_label, held_name
-from jaxstark.memory.model import model
+from jaxstark.memory.model import model, search_held
 from jaxstark.ntt import _target_device
 from jaxstark.progress import format_bytes as _size
 from jaxstark.rounds import OPENED, openings_name, r4_fri_layer, registered
@@ -394,8 +394,10 @@ def _placement(us, airs, config: StarkConfig, default: jax.Device, spread: tuple
     floor = default.platform != "cpu" and config.device_row_floor_log2
     whole = [i for i, u in enumerate(us) if not u.split and not (floor and u.log_rows < floor)]
     if _shares_out(us, config, whole):  # every process's devices, in turn by process
-        local = sorted(spread, key=lambda d: ([x for x in spread if x.process_index == d.process_index].index(d),
-                                              d.process_index))  # fmt: skip
+        rank: dict = {}  # a device's place among its process's devices
+        for d in spread:
+            rank[d] = sum(x.process_index == d.process_index for x in rank)
+        local = sorted(spread, key=lambda d: (rank[d], d.process_index))
     if len(whole) <= len(local):  # a device each, in statement order
         onto = {i: local[k] for k, i in enumerate(whole)}
     else:  # the largest estimated work first, each onto the device with the least so far
@@ -611,40 +613,34 @@ def _held_strategies(p: Plan, airs, log_ns, config, device, host, may_park: bool
     def ratio(q: Plan) -> float:
         return q.binding.total / q.budgets[q.binding.device].bytes
 
-    best, park, recompute, blocks, tried = p, set(), {}, {}, set()
-    trees = dict(p.recomputable) if may_recompute else {}
-    while not p.fits:
-        r = p.binding
-        candidates = []  # (bytes it frees from the binding round, kind, name, blocks)
+    trees: dict[str, int] = {}  # trees the plans so far may recompute (their held sizes as first seen)
+
+    def candidates(q: Plan, chosen, tried) -> list:
+        park, recompute, _ = chosen
+        if may_recompute:  # a variant compiled since may hold trees of its own
+            trees.update((n, b) for n, b in q.recomputable.items() if n not in trees)
+        r, found = q.binding, []
         for n, b in r.resident:
             if n in park or n in recompute or n in tried:
                 continue
             if n in trees:
-                candidates.append((b, "recompute", n, 0))
-            elif may_park and n in p.parkable:
-                candidates.append((b, "park", n, 0))
+                found.append((b, "recompute", n, 0))
+            elif may_park and n in q.parkable:
+                found.append((b, "park", n, 0))
         here = held_name(r.table, r.name)
-        candidates += [(b, "recompute", n, 0) for n, b in trees.items()
-                       if n.startswith(here + "[") and n not in recompute and n not in tried]  # fmt: skip
-        now, most = p.blockable.get(here, (1, 1))
+        found += [(b, "recompute", n, 0) for n, b in trees.items()
+                  if n.startswith(here + "[") and n not in recompute and n not in tried]  # fmt: skip
+        now, most = q.blockable.get(here, (1, 1))
         if may_block and now < most and (here, min(most, 8 * now)) not in tried:
             k = min(most, 8 * now)
-            candidates.append((int(r.temporaries * (1 - now / k)), "blocks", here, k))
-        if not candidates:
-            break
-        b, kind, n, k = max(candidates, key=lambda c: (c[0], c[1], c[2]))
-        tried.add((n, k) if kind == "blocks" else n)
-        more = (park | {n} if kind == "park" else park, {**recompute, n: b} if kind == "recompute" else recompute,
-                {**blocks, n: k} if kind == "blocks" else blocks)  # fmt: skip
-        q = _plan_units(airs, log_ns, config, device, p.chunks, p.groups, host, frozenset(more[0]), more[1], more[2])
-        same = (q.binding.table, q.binding.name) == (r.table, r.name)
-        if ratio(q) > ratio(p) or (same and q.binding.total >= r.total):
-            continue  # it did not shrink the binding round (a tree built there may stay a temporary): not kept
-        p, (park, recompute, blocks) = q, more
-        if may_recompute:  # trees a variant compiled since (their held sizes as first seen)
-            trees = {**p.recomputable, **trees}
-        if p.fits or ratio(p) < ratio(best):
-            best = p
+            found.append((int(r.temporaries * (1 - now / k)), "blocks", here, k))
+        return found
+
+    def replan(chosen) -> Plan:
+        return _plan_units(airs, log_ns, config, device, p.chunks, p.groups, host, frozenset(chosen[0]), chosen[1],
+                           chosen[2])  # fmt: skip
+
+    best = search_held(p, lambda q: q.fits, ratio, lambda q: (q.binding.table, q.binding.name), candidates, replan)
     return dataclasses.replace(best, recomputable=trees if may_recompute else best.recomputable)
 
 
