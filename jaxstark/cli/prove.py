@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import dataclasses
 import sys
 import time
@@ -120,10 +121,12 @@ def run_prove(args, ap) -> int:
 def _prove(args, ap, config, dev) -> int:
     name = args.example or (args.air[0].rpartition(":")[2].lower() if args.air else "fibonacci")
     out = args.out or Path(f"{name}.proof")
-    with jax.default_device(dev):
-        # a trace file is read (and checked) before planning; an example's trace is built after
-        # it, on the device, from its shapes alone
+    with jax.default_device(dev), concurrent.futures.ThreadPoolExecutor(1) as pool:
+        # a trace file is read (and checked) before planning; an example's trace is built on
+        # the device, from its shapes alone, on a thread beside the plan (whose budget is the
+        # allocator's limit, not what is free: the trace is planned as resident anyway)
         tables = tables_from(args, ap) if args.air else None
+        building = None if tables else pool.submit(_on_device, dev, tables_from, args, ap)
         shapes = [(air, trace) for air, trace, _ in tables] if tables else shapes_from(args, ap)
         show = None if args.no_progress else TerminalProgress(sys.stderr)
         times = RoundTimes()
@@ -141,7 +144,7 @@ def _prove(args, ap, config, dev) -> int:
             if words := plan.chunking(t):
                 print(f"  {words}")
         plan.admit()
-        tables = tables or tables_from(args, ap)
+        tables = tables or building.result()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             start = time.perf_counter()
@@ -166,6 +169,12 @@ def _prove(args, ap, config, dev) -> int:
         print(f"  {part:28} {size:9d} B")
     print(f"verify with: jaxstark verify {out}")
     return OK
+
+
+def _on_device(dev, fn, *args):
+    """``fn(*args)`` with ``dev`` the default device (a thread does not inherit the context)."""
+    with jax.default_device(dev):
+        return fn(*args)
 
 
 def _statement_path(proof: Path) -> Path:
