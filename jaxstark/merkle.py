@@ -136,16 +136,19 @@ def _reference_build(matrix: Array, hash_name: str) -> Array:
 
 
 @functools.partial(jax.jit, static_argnums=1)
-def _build(matrix: Array, hash_name: str) -> Array:
+def _build(matrix: Array, hash_name: str, live_shift: Array | None = None) -> Array:
     """The node array of :func:`commit`: the Pallas kernels of :mod:`jaxstark.kernels.merkle`
     where the kernel posture puts them (a CUDA device, by default) and the hash has a kernel
-    form, else :func:`_reference_build`; both give the same bytes."""
+    form, else :func:`_reference_build`; both give the same bytes. ``live_shift`` (traced
+    ``s``): only the subtree of node ``2^s`` is needed (the tree of the first ``n >> s`` rows);
+    the kernels then skip the rest and leave the nodes outside that subtree unspecified."""
     if kernel_merkle.kernel_hash(hash_name) is None:
         return _reference_build(matrix, hash_name)
+    kernel = functools.partial(kernel_merkle.build_nodes, hash_name=hash_name, interpret=interpret())
+    if live_shift is None:
+        return switch(functools.partial(_reference_build, hash_name=hash_name), kernel, matrix)
     return switch(
-        functools.partial(_reference_build, hash_name=hash_name),
-        functools.partial(kernel_merkle.build_nodes, hash_name=hash_name, interpret=interpret()),
-        matrix,
+        lambda m, _: _reference_build(m, hash_name), lambda m, s: kernel(m, live_shift=s), matrix, live_shift
     )
 
 

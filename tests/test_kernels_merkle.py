@@ -172,6 +172,63 @@ def test_commit_takes_the_kernels_in_the_interpret_posture(monkeypatch):
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
+def _subtree_rows(log_n: int, shift: int) -> np.ndarray:
+    """The heap rows of node ``2^shift``'s subtree in a tree of ``2^log_n`` leaves."""
+    return np.concatenate([np.arange(1 << l, (1 << l) + (1 << (l - shift))) for l in range(shift, log_n + 1)])
+
+
+@pytest.mark.parametrize(("log_n", "shift"), [(6, 0), (6, 1), (6, 3), (7, 5), (5, 5), (8, 2)], ids=str)
+def test_build_of_a_leftmost_subtree(log_n, shift):
+    """``live_shift``: the subtree of node ``2^shift`` equals the full tree's there, and the
+    leaves past it are not hashed (SMALL's 8-row leaf blocks: past the subtree's rows, whole
+    blocks are skipped)."""
+    m = _rows(1 << log_n, 5)
+    build = jax.jit(lambda x, s: km.build_nodes(x, "blake3", interpret=True, tiling=SMALL, live_shift=s))
+    got = np.asarray(build(jnp.asarray(m), jnp.int32(shift)))
+    want = _reference(m)
+    rows = _subtree_rows(log_n, shift)
+    np.testing.assert_array_equal(got[rows], want[rows])
+    if (1 << log_n) >> shift <= (1 << log_n) - SMALL.leaf_block:  # the last leaf block is past the subtree
+        assert not np.array_equal(got[-1], want[-1]), "the leaves past the subtree were hashed"
+
+
+def test_merkle_build_with_a_live_shift_in_both_postures(monkeypatch):
+    """``merkle._build(..., live_shift)``: the ``jnp`` tree (whole) and the kernels (the subtree
+    alone) agree on the subtree, which is what the FRI scan reads."""
+    m = jnp.asarray(_rows(64, 6))
+    want = np.asarray(merkle._build(m, "blake3", jnp.int32(2)))
+    np.testing.assert_array_equal(want, _reference(np.asarray(m)))
+    monkeypatch.setattr(kernels, "MODE", "interpret")
+    got = np.asarray(jax.jit(lambda x, s: merkle._build.__wrapped__(x, "blake3", s))(m, jnp.int32(2)))
+    rows = _subtree_rows(6, 2)
+    np.testing.assert_array_equal(got[rows], want[rows])
+
+
+def test_fri_small_layers_with_the_kernels_equal_the_jnp_ones(monkeypatch):
+    """The FRI scan (every layer padded to the first's size) with the kernels, which build only
+    each layer's real tree, gives the ``jnp`` scan's leaves, trees, final polynomial and
+    transcript, bit for bit."""
+    from jaxstark.rounds import r4_fri_final, r4_fri_layer
+    from jaxstark.transcript import Transcript
+
+    f = gl.random(jax.random.PRNGKey(3), (64, 3))
+    steps = r4_fri_layer.fri_step(7, [0, 1, 2, 3])
+    shift_inv = jnp.uint64(pow(pow(7, 16, P), P - 2, P))
+
+    def run():
+        fn = jax.jit(r4_fri_final.fri_final.__wrapped__, static_argnames=("hash_name", "degree"))
+        return fn(f, Transcript.new("t"), steps, shift_inv, hash_name="blake3", degree=2)
+
+    want = run()
+    monkeypatch.setattr(kernels, "MODE", "interpret")
+    monkeypatch.setitem(km.TILINGS, "blake3", SMALL)  # several leaf blocks: some skipped
+    jax.clear_caches()  # merkle._build's jnp trace must not be reused
+    got = run()
+    assert len(got[0].nodes) == 4
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
 # --- plans, registry, lowering --------------------------------------------------------------
 
 
@@ -206,6 +263,16 @@ def test_triton_lowering_succeeds(shape, batch, monkeypatch):
     assert "merkle_leaves_blake3" in text
     assert ("merkle_tree_blake3" in text) == (shape[0] > 1)
     assert "triton" not in jax.jit(fn).trace(x).lower(lowering_platforms=("cpu",)).as_text()
+
+
+def test_triton_lowering_of_a_leftmost_subtree(monkeypatch):
+    """The kernels with a traced ``live_shift`` (the FRI scan's) lower for CUDA too."""
+    monkeypatch.setattr(kernels, "MODE", "auto")
+    jax.clear_caches()
+    x = jax.ShapeDtypeStruct((1 << 10, 6), jnp.uint64)
+    s = jax.ShapeDtypeStruct((), jnp.int32)
+    text = jax.jit(lambda m, k: merkle._build(m, "blake3", k)).trace(x, s).lower(lowering_platforms=("cuda",))
+    assert "merkle_tree_blake3" in text.as_text()
 
 
 def test_a_trace_for_one_platform_holds_only_its_branch(monkeypatch):
@@ -349,3 +416,19 @@ def test_compiled_tree_pass_over_reference_leaves(name, levels):
     out = np.asarray(out).reshape(2 * n, 4)
     lo = n >> levels  # the pass wrote heap rows n >> levels .. n - 1
     np.testing.assert_array_equal(out[lo:n], np.asarray(words[lo:n]))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["blake3", "keccak256", "poseidon2"])
+@pytest.mark.parametrize("shift", [0, 1, 4, 9])
+def test_compiled_kernels_build_a_leftmost_subtree(name, shift):
+    """``live_shift`` compiled: the subtree of node ``2^shift`` is the full tree's, and the
+    leaves past it are not hashed."""
+    if km.kernel_hash(name) is None:
+        pytest.skip(f"no kernel form of {name}")
+    log_n = 12
+    m = gl.random(jax.random.PRNGKey(shift), (1 << log_n, 6))
+    got = np.asarray(jax.jit(lambda x, s: km.build_nodes(x, name, live_shift=s))(m, jnp.int32(shift)))
+    want = np.asarray(jax.jit(merkle._reference_build, static_argnums=1)(m, name))
+    rows = _subtree_rows(log_n, shift)
+    np.testing.assert_array_equal(got[rows], want[rows])

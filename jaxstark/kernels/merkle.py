@@ -129,37 +129,45 @@ def _traced_once(h: Any):
     return jax.jit(h.compress)
 
 
-def _leaf_kernel(rows_ref, nodes_ref, *, h: Any, width: int):
-    digest = h.leaf(lambda j: rows_ref[:, j], width)
-    for w in range(WORDS):
-        nodes_ref[:, w] = digest[w]
+def _leaf_kernel(live_ref, rows_ref, nodes_ref, *, h: Any, width: int, block: int):
+    @pl.when(pl.program_id(0) * block < live_ref[0])
+    def _():
+        digest = h.leaf(lambda j: rows_ref[:, j], width)
+        for w in range(WORDS):
+            nodes_ref[:, w] = digest[w]
 
 
 def leaf_digests(
-    rows: UInt64[Array, " n width"], h: Any, *, interpret: bool = False, tiling: Tiling | None = None
-) -> UInt64[Array, " two_n 4"]:
+    rows: UInt64[Array, " n width"], h: Any, *, interpret: bool = False, tiling: Tiling | None = None,
+    live: Array | None = None,
+) -> UInt64[Array, " two_n 4"]:  # fmt: skip
     """A ``uint64[2n, 4]`` node buffer whose rows ``n .. 2n-1`` hold the leaf digests of
-    ``rows`` (n a power of two); rows ``0 .. n-1`` are left for the tree passes."""
+    ``rows`` (n a power of two); rows ``0 .. n-1`` are left for the tree passes. ``live`` (a
+    traced count; None: all): only the digests of the first ``live`` rows are needed -- the
+    blocks wholly past them are skipped and their rows left unwritten."""
     tiling = tiling or TILINGS.get(h.name, Tiling())
     n, width = rows.shape
     block = min(n, tiling.leaf_block)
     first = n // block  # block index of heap row n
+    live = jnp.full((1,), n if live is None else live, jnp.int32)
     return pl.pallas_call(
-        functools.partial(_leaf_kernel, h=_compiled_form(h, interpret, tiling), width=width),
+        functools.partial(_leaf_kernel, h=_compiled_form(h, interpret, tiling), width=width, block=block),
         out_shape=jax.ShapeDtypeStruct((2 * n, WORDS), jnp.uint64),
         grid=(n // block,),
-        in_specs=[pl.BlockSpec((block, width), lambda i: (i, 0))],
+        in_specs=[pl.BlockSpec((1,), lambda i: (0,)), pl.BlockSpec((block, width), lambda i: (i, 0))],
         out_specs=pl.BlockSpec((block, WORDS), lambda i: (first + i, 0)),
         name=f"merkle_leaves_{h.name}",
         **launch(interpret, tiling.leaf_warps, tiling.leaf_stages),
-    )(rows)
+    )(live, rows)
 
 
 def _tree_kernel(level_ref, nodes_in, nodes_out, *, h: Any, r: int, block: int, index_dtype):
     """Levels ``m/2 .. m/2^r`` from level ``m`` (``level_ref[0]``) for ``block`` groups of ``2^r``
-    nodes. Programs past the level's last group do nothing; lanes past it are masked."""
+    nodes, of which the first ``m >> level_ref[1]`` are needed (the others' subtrees are not
+    computed: see :func:`build_nodes`' ``live_shift``). Programs past the last group with a
+    needed node do nothing; lanes past it are masked."""
     m = level_ref[0].astype(index_dtype)
-    groups = m >> r
+    groups = ((m >> level_ref[1].astype(index_dtype)) + ((1 << r) - 1)) >> r
     first = pl.program_id(0).astype(index_dtype) * block
 
     @pl.when(first < groups)
@@ -181,9 +189,12 @@ def _tree_kernel(level_ref, nodes_in, nodes_out, *, h: Any, r: int, block: int, 
         subtree(r, 0)
 
 
-def _tree_pass(nodes: Array, m: Array, h: Any, r: int, n: int, interpret: bool, tiling: Tiling) -> Array:
+def _tree_pass(
+    nodes: Array, m: Array, h: Any, r: int, n: int, interpret: bool, tiling: Tiling, shift: Array | int = 0
+) -> Array:
     """One call of the ``r``-level pass on level ``m`` (traced), launched for the largest level
-    such a pass sees in a tree of ``n`` leaves -- so every pass of a build is the same kernel."""
+    such a pass sees in a tree of ``n`` leaves -- so every pass of a build is the same kernel;
+    only the first ``m >> shift`` nodes of the level (``shift`` traced) are needed."""
     groups = n >> r
     block = min(groups, tiling.tree_block)
     index_dtype = jnp.int32 if nodes.shape[-1] < 2**31 else jnp.int64
@@ -197,33 +208,39 @@ def _tree_pass(nodes: Array, m: Array, h: Any, r: int, n: int, interpret: bool, 
         input_output_aliases={1: 0},
         name=f"merkle_tree_{h.name}_r{r}",
         **launch(interpret, tiling.tree_warps),
-    )(jnp.reshape(m, (1,)).astype(jnp.int32), nodes)
+    )(jnp.stack([jnp.asarray(m, jnp.int32), jnp.asarray(shift, jnp.int32)]), nodes)
 
 
 def build_nodes(
-    matrix: UInt64[Array, " n *cols"], hash_name: str, *, interpret: bool = False, tiling: Tiling | None = None
-) -> UInt8[Array, " two_n 32"]:
+    matrix: UInt64[Array, " n *cols"], hash_name: str, *, interpret: bool = False, tiling: Tiling | None = None,
+    live_shift: Array | None = None,
+) -> UInt8[Array, " two_n 32"]:  # fmt: skip
     """The Merkle tree over the rows of ``matrix`` as ``uint8[2n, 32]`` in heap order -- the
     array :func:`jaxstark.merkle._reference_build` returns, bit for bit (row 0 zero, the root at
-    row 1, leaf ``i`` at row ``n + i``). Traceable and ``vmap``-able; n a power of two."""
+    row 1, leaf ``i`` at row ``n + i``). Traceable and ``vmap``-able; n a power of two.
+
+    ``live_shift`` (a traced ``s``; None: 0): only the subtree of node ``2^s`` -- the tree of the
+    first ``n >> s`` rows -- is needed. Its nodes are those of the full array, bit for bit; the
+    leaves past it are not hashed, the nodes above it and right of it are left unspecified."""
     h = kernel_hash(hash_name)
     if h is None:
         raise ValueError(f"no kernel form of hash {hash_name!r} is available")
     tiling = tiling or TILINGS.get(hash_name, Tiling())
     n = matrix.shape[0]
-    nodes = leaf_digests(matrix.reshape(n, -1), h, interpret=interpret, tiling=tiling)
+    shift = jnp.int32(0) if live_shift is None else jnp.asarray(live_shift, jnp.int32)
+    nodes = leaf_digests(matrix.reshape(n, -1), h, interpret=interpret, tiling=tiling, live=jnp.int32(n) >> shift)
     nodes = nodes.reshape(-1)  # flat words: the kernels address a node's word by lane arithmetic
     plan = pass_plan(n.bit_length() - 1, tiling.max_levels)
     full = plan.count(tiling.max_levels)
     depth = tiling.max_levels
 
     def step(p, buf):
-        return _tree_pass(buf, jnp.int32(n) >> (depth * p), h, depth, n, interpret, tiling)
+        return _tree_pass(buf, jnp.int32(n) >> (depth * p), h, depth, n, interpret, tiling, shift)
 
     if full:
         nodes = jax.lax.fori_loop(np.int32(0), np.int32(full), step, nodes)
     if len(plan) > full:
         rest = plan[-1]
-        nodes = _tree_pass(nodes, jnp.int32(1 << rest), h, rest, 1 << rest, interpret, tiling)
+        nodes = _tree_pass(nodes, jnp.int32(1 << rest), h, rest, 1 << rest, interpret, tiling, shift)
     nodes = nodes.reshape(2 * n, WORDS).at[0].set(_ZERO)
     return jax.lax.bitcast_convert_type(nodes, jnp.uint8).reshape(2 * n, WORDS * 8)

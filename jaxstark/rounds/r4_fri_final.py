@@ -8,8 +8,10 @@ of ``m`` evaluations hashes ``B / 2`` leaf pairs, the last ``(B - m) / 2`` of th
 builds the tree over all of them: the real tree over the first ``m / 2`` leaves is the padded
 tree's leftmost subtree of that size (rooted at node ``B / m``), so the root and the node array
 (gathered from the padded tree in the step) are exactly the unpadded ones; the transcript labels
-and coset offsets go in as data (:class:`~jaxstark.rounds.r4_fri_layer.FriStep`). The waste is at
-most ``B / 2`` hashes per small layer.
+and coset offsets go in as data (:class:`~jaxstark.rounds.r4_fri_layer.FriStep`). The ``jnp``
+tree (the CPU's) hashes the padding too, at most ``B / 2`` hashes per small layer; the Merkle
+kernels are told the subtree (``live_shift``) and skip the padding's leaves and nodes, so on a
+GPU a scanned layer costs about what a layer of its own does, without a program of its own.
 
 After ``K = log2(n / d_f)`` folds in all (``d_f <= fri_final_degree``) the remaining evaluations
 are interpolated and the ``d_f`` coefficients of the final polynomial are sent in clear; any
@@ -87,6 +89,7 @@ def _small_layers(f: Array, tr: Transcript, steps: FriStep, hash_name: str):
     xs = (
         jnp.asarray((sizes // 2).astype(np.int32)),  # h
         jnp.asarray((size // sizes).astype(np.int32)),  # the real tree's root node
+        jnp.asarray(np.log2(size // sizes).astype(np.int32)),  # ... is node 2^shift
         jnp.asarray(leaf_at[:-1].astype(np.int32)),
         jnp.asarray(node_at[:-1].astype(np.int32)),
         steps.labels,
@@ -98,12 +101,12 @@ def _small_layers(f: Array, tr: Transcript, steps: FriStep, hash_name: str):
 
     def layer(carry, x):
         tr, buf, leaf_buf, node_buf = carry
-        h, root_node, leaf_off, node_off, labels, w_inv, s_inv = x
+        h, root_node, shift, leaf_off, node_off, labels, w_inv, s_inv = x
         first = buf[: size // 2]  # f[t] for t < h, then padding
         second = lax.dynamic_slice_in_dim(buf, h, size // 2)  # f[t + h] for t < h
-        # the real tree is the padded tree's subtree of node root_node
+        # the real tree is the padded tree's subtree of node root_node (the kernels build that alone)
         tr, leaf, tree, folded = _commit_and_fold(
-            tr, first, second, root_node, (labels[0], labels[1]), w_inv, s_inv, hash_name
+            tr, first, second, root_node, (labels[0], labels[1]), w_inv, s_inv, hash_name, shift
         )
         # real node i at level l (i = 2^l + o) is padded node root_node * 2^l + o; row 0 stays 0
         real = tree[jnp.where(row > 0, row + level_start * (root_node - 1), 0)]

@@ -39,12 +39,15 @@ __all__ = [
 ]  # fmt: skip
 
 # FRI layers of at most this many evaluations share one scanned step. A layer of its own is one
-# more program (about 5 s of compile on an H200 whatever its size: its tree kernels) and one
-# more dispatch; a scanned one hashes as many leaves as the first scanned layer. On a GPU the
-# padding is nearly free; on the CPU it is not (2^16 made proofs 2.4x slower), while a layer of
-# its own costs 0.4-0.7 s of a CPU plan: 2^11 rather than 2^10 cut the plans of Fibonacci 2^10
-# and 2^14 by that and cost 2% of the 2^14 proof (benchmarks/RESULTS.md, 2026-12-03, 2026-12-05).
-SCAN_LAYERS_BELOW = 1 << 16  # on an accelerator
+# more program (5-7 s of compile on an H100/H200 whatever its size: its tree kernels; 0.5-1 s of
+# serial tracing) and one more dispatch; a scanned one runs over the first scanned layer's size.
+# On a GPU the Merkle kernels skip the padding (r4_fri_final), so a scanned layer costs about
+# what a layer of its own does: 2^21 rather than 2^16 cut ALU 2^22's plan from 23.6 to 15.9 s
+# on an H100 and its rounds from 86.6 to 83.8 ms (RESULTS.md, 2026-12-06). On the CPU the jnp
+# tree hashes the padding (2^16 made proofs 2.4x slower), while a layer of its own costs 0.4-0.7
+# s of a CPU plan: 2^11 rather than 2^10 cut the plans of Fibonacci 2^10 and 2^14 by that and
+# cost 2% of the 2^14 proof (benchmarks/RESULTS.md, 2026-12-03, 2026-12-05).
+SCAN_LAYERS_BELOW = 1 << 21  # on an accelerator
 SCAN_LAYERS_BELOW_CPU = 1 << 11  # on the CPU
 
 
@@ -108,11 +111,14 @@ def _fold(a: Array, b: Array, x_inv: Array, beta: Array) -> Array:
     return fold_pair(Val(a, True), Val(b, True), Val(x_inv), Val(beta, True)).v
 
 
-def _commit_and_fold(tr: Transcript, first, second, root_node, labels, w_inv, s_inv, hash_name: str):
-    """One FRI layer: leaves ``(first[t], second[t])``, their tree (root at ``root_node``),
-    absorb the root, draw ``beta``, fold. Returns the transcript, leaves, tree and folded values."""
+def _commit_and_fold(tr: Transcript, first, second, root_node, labels, w_inv, s_inv, hash_name: str,
+                     live_shift=None):  # fmt: skip
+    """One FRI layer: leaves ``(first[t], second[t])``, their tree (root at ``root_node``, which
+    is ``2^live_shift`` where that is given: only its subtree is built where the kernels can
+    skip the rest), absorb the root, draw ``beta``, fold. Returns the transcript, leaves, tree
+    and folded values."""
     leaf = jnp.concatenate([first, second], axis=-1)  # (h, 6)
-    tree = _build(leaf, hash_name)
+    tree = _build(leaf, hash_name, live_shift)
     tr, beta = fs.fri_layer(tr, labels, tree[root_node])
     x_inv = gl._mul(gl._powers(jnp.asarray(w_inv), first.shape[0]), s_inv)
     return tr, leaf, tree, _fold(first, second, x_inv, beta)
