@@ -147,9 +147,7 @@ def _build(matrix: Array, hash_name: str, live_shift: Array | None = None) -> Ar
     kernel = functools.partial(kernel_merkle.build_nodes, hash_name=hash_name, interpret=interpret())
     if live_shift is None:
         return switch(functools.partial(_reference_build, hash_name=hash_name), kernel, matrix)
-    return switch(
-        lambda m, _: _reference_build(m, hash_name), lambda m, s: kernel(m, live_shift=s), matrix, live_shift
-    )
+    return switch(lambda m, _: _reference_build(m, hash_name), lambda m, s: kernel(m, live_shift=s), matrix, live_shift)
 
 
 def commit(matrix: UInt64[Array, " n *cols"], hash: str | Hash = "blake3") -> MerkleTree:
