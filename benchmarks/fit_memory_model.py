@@ -102,7 +102,8 @@ def record(grid: str, jobs: int, out: Path, only: str | None = None) -> None:
     from jaxstark.rounds.r4_fri_layer import scan_layers_below
 
     shapes = [(s, kind) for kind in ("fit", "check") if only in (None, kind) for s in GRIDS[grid][kind]]
-    env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", PYTHONPATH=str(Path(__file__).parent.parent))
+    path = os.pathsep.join(p for p in (str(Path(__file__).parent.parent), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", PYTHONPATH=path)
 
     def one(item):
         shape, kind = item
