@@ -57,7 +57,7 @@ def exact_parts(m, rounds: list[dict]) -> None:
         assert (mine.held_bytes, mine.argument_bytes, mine.output_bytes) == want, mine.name
 
 
-@pytest.mark.parametrize("backend", ["cpu", "gpu"], ids=["cpu-figures", "h200-figures"])  # recorded: no GPU needed
+@pytest.mark.parametrize("backend", ["cpu", "gpu"], ids=["cpu-figures", "gpu-figures"])  # recorded: no GPU needed
 def test_held_arguments_and_outputs_are_exact(backend, monkeypatch):
     """Everything but the temporaries is arithmetic on the shape, byte for byte."""
     _, data = recorded(backend, monkeypatch)
