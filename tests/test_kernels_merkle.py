@@ -275,6 +275,26 @@ def test_triton_lowering_of_a_leftmost_subtree(monkeypatch):
     assert "merkle_tree_blake3" in text.as_text()
 
 
+def test_lowering_for_cuda_does_not_search_for_the_triton_dialect_module(monkeypatch):
+    """MLIR's bindings look up the ``tt`` dialect's module whenever they type a value; the
+    kernels name it once (``kernels._name_triton_dialect_module``), so lowering a tree does not
+    search ``sys.path`` for it again and again."""
+    import sys
+
+    searched = []
+
+    class Spy:
+        def find_spec(self, name, path=None, target=None):
+            searched.append(name)
+
+    monkeypatch.setattr(kernels, "MODE", "auto")
+    jax.clear_caches()
+    monkeypatch.setattr(sys, "meta_path", [Spy(), *sys.meta_path])
+    x = jax.ShapeDtypeStruct((1 << 8, 6), jnp.uint64)
+    jax.jit(lambda m: merkle._build(m, "blake3")).trace(x).lower(lowering_platforms=("cuda",))
+    assert searched.count("jaxlib.mlir.dialects.tt") <= 1, searched.count("jaxlib.mlir.dialects.tt")
+
+
 def test_a_trace_for_one_platform_holds_only_its_branch(monkeypatch):
     """Under ``kernels.lowering_for(p)`` a switch traces only the branch ``p`` runs (no
     ``platform_dependent``): the kernel for CUDA, the ``jnp`` twin for the CPU. The platform is
