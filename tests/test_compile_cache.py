@@ -154,6 +154,20 @@ def test_the_compile_benchmark_runs_at_a_small_size():
         assert "start-up" in line and "plan" in line and "proof" in line and "the rest" in line, line
 
 
+def test_the_cuda_trace_benchmark_runs_without_a_gpu():
+    """``benchmarks/bench_cuda_trace.py``: a plan's programs traced and exported for CUDA on the
+    CPU, with the Triton kernels in them."""
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_cuda_trace.py"), "--example", "fibonacci", "--log-rows",
+           "5", "--queries", "4", "--grinding", "0"]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    assert "traced and exported for CUDA" in lines[0]
+    for name in ("trace commit", "composition", "DEEP", "FRI final", "queries"):
+        assert any(x.startswith(f"  {name} ") for x in lines), name
+    assert lines[-1].startswith("  sum ")
+
+
 def test_changed_source_or_tunables_are_never_stored_under_the_old_key(monkeypatch):
     from jaxstark import compile_cache as cc
     from jaxstark.rounds import r4_fri_layer
