@@ -59,36 +59,46 @@ __all__ = [
     "fri_layer_sizes", "FEATURES", "ROUND_FEATURES", "TEMP_COEFFS", "FIT_QUALITY", "TREE_BUILD_COEFFS", "STRATEGIES",
 ]  # fmt: skip
 
-BIG_LDE_ROWS = 1 << 22  # LDE rows from which the "L*c*big" feature counts (see below)
+OOD_BIG_ROWS = 1 << 20  # rows from which XLA:GPU keeps the out-of-domain products (the "n*cp*k" feature)
 
 # What each round's temporaries are fitted on: the data sizes the round computes over (element
 # counts; a coefficient is bytes per element). "grind" is the grinding batch (nonces), "1" a constant.
-# "cu" is the number of columns a column reduction takes in one piece (jaxstark.poly: a batch of
-# c < 2 * COLUMN_BLOCK columns is reduced whole, a wider one COLUMN_BLOCK at a time in a loop and
-# its c % COLUMN_BLOCK remainder after it), so "n*cu" / "L*cu" are the products held at once by
-# the out-of-domain evaluations and the DEEP sums beyond the loop's. "L*c*big" is L*c for an LDE
-# of at least BIG_LDE_ROWS rows, 0 below: XLA:GPU's composition temporaries step up there (about
-# 35 bytes per L*c for 30-64 columns at 2^22-2^23 LDE rows, against 9-16 below; on the GPU's fit
-# shapes a step at 2^22 fits better than one at 2^21). No shape wider than 64 columns at 2^22+ LDE
-# rows has been recorded: there the term is an extrapolation, likely on the high side. "m" is the
-# evaluations of the FRI layer a round starts from (round_features): every FRI layer is one fit.
-# "Lb*c", "Lb*a", "Lb*P" are min(L, merkle.BLOCK) times the words of a leaf's row (in columns or
-# extension columns): the plain-jnp tree hashes at most merkle.BLOCK leaves at a time, so its
-# working set stops growing with L there (the CPU path; the GPU's tree kernels have their own).
+# A column reduction (jaxstark.poly) takes a batch of c < 2 * COLUMN_BLOCK columns whole and a
+# wider one COLUMN_BLOCK at a time in a loop, its c % COLUMN_BLOCK remainder after it: "cw" is
+# the columns it holds at once (c, or COLUMN_BLOCK), "cb" the loop's block (COLUMN_BLOCK, or 0
+# when reduced whole), "cu" what is reduced outside the loop (c whole, or the remainder).
+# Out-of-domain (on an accelerator, one piece): XLA:GPU transposes the coefficients for the sum
+# over rows ("n*c") and holds copies of the columns the evaluations reduce at once ("n*cw"). The
+# products (extension values, 24 bytes) are fused into the sums from 2^15 to 2^19 rows (below,
+# where they are small, they are kept); from OOD_BIG_ROWS rows XLA:GPU keeps them, twice over
+# from 4 * OOD_BIG_ROWS: "n*cp*k", where k counts those two thresholds that n reaches and cp is
+# the columns whose products are live at once -- 2c when reduced whole (the trace's evaluations
+# at z and z w are one graph), COLUMN_BLOCK in the loop (one evaluation's block at a time).
+# Recorded to 2^22 rows on an H100; above, k stays 2 (an extrapolation). DEEP (one piece on an
+# accelerator) is the larger of the loop's block ("L*cb": products and flags of a block of
+# columns) and what is reduced after it or whole ("L", "L*cu", "L*a"). The composition holds
+# the constraint values of many columns at once ("L*c", "L*c*P": a degree-d constraint takes
+# d - 1 = P products per column); how many XLA:GPU's schedule keeps live is no function of the
+# shape that the grid shows (about 1.4 words per row, column and part on most shapes, 0.2 to 2.2
+# on others, not monotone in the rows; FIT_QUALITY). "m" is the evaluations of the FRI layer a
+# round starts from (round_features): every FRI layer is one fit. "Lb*c", "Lb*a", "Lb*P" are
+# min(L, merkle.BLOCK) times the words of a leaf's row (in columns or extension columns): the
+# plain-jnp tree hashes at most merkle.BLOCK leaves at a time, so its working set stops growing
+# with L there (the CPU path; the GPU's tree kernels have their own).
 ROUND_FEATURES: dict[str, tuple[str, ...]] = {
     TRACE_COMMIT: ("L", "L*logL", "L*c", "n*c", "Lb*c", "1"),
     LOGUP_CHALLENGES: ("1",),
     AUX_COMMIT: ("L", "L*a", "n*c", "n*a", "Lb*a", "1"),
     FORK: ("1",),
-    COMPOSITION: ("L", "L*c", "L*c*P", "L*c*big", "L*a", "L*P", "n*P", "Lb*P", "1"),
-    OUT_OF_DOMAIN: ("n", "n*c", "n*cu", "n*a", "n*P", "1"),
-    DEEP: ("L", "L*c", "L*cu", "L*a", "L*P", "1"),
+    COMPOSITION: ("L", "L*c", "L*c*P", "L*a", "L*P", "n*P", "Lb*P", "1"),
+    OUT_OF_DOMAIN: ("n", "n*c", "n*cw", "n*cp*k", "n*a", "n*P", "1"),
+    DEEP: ("L", "L*c", "L*cb", "L*cu", "L*a", "L*P", "1"),
     FRI_LAYER: ("m", "1"),
     FRI_FINAL: ("m", "1"),
     QUERIES: ("grind", "1"),
     OPENINGS: ("L", "1"),
 }
-FEATURES = ("n", "L", "L*logL", "L*c", "L*c*P", "L*a", "L*P", "n*c", "n*a", "n*P", "L*cu", "n*cu", "L*c*big",
+FEATURES = ("n", "L", "L*logL", "L*c", "L*c*P", "L*a", "L*P", "n*c", "n*a", "n*P", "L*cu", "L*cb", "n*cw", "n*cp*k",
             "Lb*c", "Lb*a", "Lb*P", "grind", "m", "1")  # fmt: skip
 
 # Per backend, per round: the temporaries as the largest of one or two linear forms (bytes per
@@ -97,7 +107,7 @@ FEATURES = ("n", "L", "L*logL", "L*c", "L*c*P", "L*a", "L*P", "n*c", "n*a", "n*P
 # fmt: off
 TEMP_COEFFS: dict[str, dict[str, tuple[dict[str, float], ...]]] = {
     "cpu": {
-        "DEEP": ({'L*c': 3.021, 'L*P': 46.68, '1': 128300.0},),
+        "DEEP": ({'L*c': 2.341, 'L*cb': 8.897, 'L*cu': 0.5836, 'L*P': 39.56, '1': 129500.0},),
         "FRI final": ({'m': 263.2, '1': 18000.0},),
         "FRI layer": ({'m': 42.72, '1': 308900.0},),
         "aux commit": ({'L*a': 6.88, 'n*c': 0.7346, 'n*a': 128.1, '1': 452500.0},),
@@ -105,20 +115,26 @@ TEMP_COEFFS: dict[str, dict[str, tuple[dict[str, float], ...]]] = {
         "fork": ({'1': 456.0},),
         "logup challenges": ({'1': 1280.0},),
         "openings": ({'L': 0.0013, '1': 0.2083},),
-        "out-of-domain": ({'n': 44.76, 'n*c': 2.688, 'n*a': 15.39, 'n*P': 108.1, '1': 42310.0},),
+        "out-of-domain": ({'n': 25.17, 'n*c': 2.445, 'n*cw': 5.765, 'n*P': 113.2, '1': 42860.0},),
         "queries": ({'grind': 368.1},),
         "trace commit": ({'L': 33.49, 'L*c': 4.518, 'Lb*c': 16.21, '1': 112700.0},),
     },
     "gpu": {
-        "DEEP": ({'L': 210.9, 'L*c': 1.861, 'L*a': 60.95, 'L*P': 1.25, '1': 893600.0},),
+        "DEEP": (
+            {'L': 208.6, 'L*a': 46.6, '1': 1058000.0},
+            {'L*cb': 56.59, 'L*cu': 16.71, 'L*a': 17.82, '1': 1365000.0},
+        ),
         "FRI final": ({'m': 225.7},),
         "FRI layer": ({'m': 25.5, '1': 5896.0},),
         "aux commit": ({'L*a': 5.298, 'n*a': 51.01},),
-        "composition": ({'L*c': 9.824, 'L*c*big': 3.991, 'L*a': 65.97, 'L*P': 20.97},),
+        "composition": ({'L*c': 10.48, 'L*a': 69.47, 'L*P': 26.55},),
         "fork": ({'1': 832.0},),
         "logup challenges": ({'1': 1024.0},),
         "openings": ({'L': 5e-05, '1': 35.43},),
-        "out-of-domain": ({'n': 131.9, 'n*c': 7.968, 'n*cu': 46.04, 'n*a': 33.67, '1': 1492000.0},),
+        "out-of-domain": (
+            {'n*c': 8.431, 'n*cw': 6.624, 'n*P': 49.27, '1': 3177000.0},
+            {'n': 96.34, 'n*c': 5.818, 'n*cw': 9.203, 'n*cp*k': 24.31},
+        ),
         "queries": ({'grind': 256.1},),
         "trace commit": ({'L*c': 0.1583, 'n*c': 6.035},),
     },
@@ -130,9 +146,11 @@ TEMP_COEFFS: dict[str, dict[str, tuple[dict[str, float], ...]]] = {
 FIT_QUALITY = {
     "cpu": "peak within 12.5% of XLA on 22 held-out shapes (15.0% on the 14 fitted; 2^8-2^16 rows, 2-400 columns, "
     "blowup 2-8), 2-core AMD EPYC CPU, jax 0.10.2, recorded 2026-12-04 (the out-of-domain sums in blocks of 4096)",
-    "gpu": "peak within 31.6% of XLA on 20 held-out shapes (29.8% on the 12 fitted; 2^12-2^22 rows, 2-600 "
+    "gpu": "peak within 29.8% of XLA on 20 held-out shapes (26.7% on the 12 fitted; 2^12-2^22 rows, 2-600 "
     "columns, blowup 2-4), H100, jax 0.11.2, recorded 2026-12-06 (the Merkle kernels, FRI layers up to 2^21 "
-    "scanned); model/XLA 0.684-1.235 (under-prediction weighted 2x in the fit): loose",
+    "scanned); model/XLA 0.702-1.208 (fitted 0.791-1.267): loose where the composition binds (how many "
+    "per-column constraint values XLA:GPU's schedule keeps live follows no law of the shape), within 5% on 11 of "
+    "the 20 held-out shapes; the out-of-domain round within 6% and DEEP within 13% on every recorded shape",
 }
 
 
@@ -157,12 +175,16 @@ def features(log_n: int, blowup: int, c: int, a: int, parts: int, grinding_bits:
     """The quantities of :data:`FEATURES` for one shape."""
     n = 1 << log_n
     size = n * blowup
-    cu = c if c < 2 * COLUMN_BLOCK else c % COLUMN_BLOCK
+    whole = c < 2 * COLUMN_BLOCK  # a column reduction takes the batch in one piece
+    cw, cb = (c, 0) if whole else (COLUMN_BLOCK, COLUMN_BLOCK)
+    cu = c if whole else c % COLUMN_BLOCK
+    cp = 2 * c if whole else COLUMN_BLOCK
+    k = (n >= OOD_BIG_ROWS) + (n >= 4 * OOD_BIG_ROWS)
     lb = min(size, merkle.BLOCK)
     return {
         "n": n, "L": size, "L*logL": size * (log_n + blowup.bit_length() - 1), "L*c": size * c,
         "L*c*P": size * c * parts, "L*a": size * a, "L*P": size * parts, "n*c": n * c, "n*a": n * a,
-        "n*P": n * parts, "L*cu": size * cu, "n*cu": n * cu, "L*c*big": size * c * (size >= BIG_LDE_ROWS),
+        "n*P": n * parts, "L*cu": size * cu, "L*cb": size * cb, "n*cw": n * cw, "n*cp*k": n * cp * k,
         "Lb*c": lb * c, "Lb*a": lb * a, "Lb*P": lb * parts,
         "grind": grind_batch(grinding_bits) if grinding_bits else 0, "m": 0, "1": 1,
     }  # fmt: skip
