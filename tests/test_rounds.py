@@ -156,6 +156,24 @@ def test_deep_column_dot_block_by_block_matches_integers(width):
     assert np.asarray(got).tolist() == want
 
 
+def test_the_scan_threshold_follows_the_platform_and_who_builds_the_trees(monkeypatch):
+    """The CPU's; an accelerator's where the Merkle kernels skip a scanned layer's padding; the
+    smaller one where the jnp trees hash it (``JAXSTARK_KERNELS=jnp``)."""
+    from jaxstark import kernels
+
+    assert r4_fri_layer.scan_layers_below("cpu") == r4_fri_layer.SCAN_LAYERS_BELOW_CPU
+    for mode, name in (
+        ("auto", "SCAN_LAYERS_BELOW"),
+        ("interpret", "SCAN_LAYERS_BELOW"),
+        ("jnp", "SCAN_LAYERS_BELOW_JNP"),
+    ):
+        monkeypatch.setattr(kernels, "MODE", mode)
+        assert r4_fri_layer.scan_threshold_name("gpu") == name
+        assert r4_fri_layer.scan_threshold_name("cpu") == "SCAN_LAYERS_BELOW_CPU"
+    assert r4_fri_layer.SCAN_LAYERS_BELOW_JNP < r4_fri_layer.SCAN_LAYERS_BELOW
+    assert r4_fri_layer.large_layers(1 << 23, 18, "gpu") == 7  # 2^23 .. 2^17 evaluations, the padding hashed
+
+
 @pytest.mark.parametrize("hash_name", ["blake3"])
 def test_scanned_small_fri_layers_equal_unrolled_ones(hash_name, monkeypatch):
     """FRI's small layers run as one scan over a padded buffer; every layer's leaves, node

@@ -167,6 +167,7 @@ def _tree_kernel(level_ref, nodes_in, nodes_out, *, h: Any, r: int, block: int, 
     computed: see :func:`build_nodes`' ``live_shift``). Programs past the last group with a
     needed node do nothing; lanes past it are masked."""
     m = level_ref[0].astype(index_dtype)
+    # (the shift is at most log2 of the tree's leaves, below the index type's width)
     groups = ((m >> level_ref[1].astype(index_dtype)) + ((1 << r) - 1)) >> r
     first = pl.program_id(0).astype(index_dtype) * block
 

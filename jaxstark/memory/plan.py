@@ -474,7 +474,8 @@ def plan_checked(
     # shapes reuses it instead of walking the schedule again
     key = (tuple(airs), tuple(log_ns), config, default, spread, chunks, fixed, host,
            tuple(os.environ.get(name) for name in PLAN_ENV), transfer.settings(),
-           (r4_fri_layer.SCAN_LAYERS_BELOW, r4_fri_layer.SCAN_LAYERS_BELOW_CPU, rounds.MIN_BLOCK_ROWS),
+           (r4_fri_layer.SCAN_LAYERS_BELOW, r4_fri_layer.SCAN_LAYERS_BELOW_JNP, r4_fri_layer.SCAN_LAYERS_BELOW_CPU,
+            rounds.MIN_BLOCK_ROWS),
            repr(cost.rates(default.platform)))  # fmt: skip
     if key not in _PLANS:
         token = PLANNING.set(progress)

@@ -108,8 +108,10 @@ def _small_layers(f: Array, tr: Transcript, steps: FriStep, hash_name: str):
         tr, leaf, tree, folded = _commit_and_fold(
             tr, first, second, root_node, (labels[0], labels[1]), w_inv, s_inv, hash_name, shift
         )
-        # real node i at level l (i = 2^l + o) is padded node root_node * 2^l + o; row 0 stays 0
-        real = tree[jnp.where(row > 0, row + level_start * (root_node - 1), 0)]
+        # real node i at level l (i = 2^l + o) is padded node root_node * 2^l + o; row 0 and the
+        # rows past the real tree's 2h (padding, overwritten by the next layer) read node 0, so
+        # no row reads a node the kernels left unbuilt
+        real = tree[jnp.where((row > 0) & (row < 2 * h), row + level_start * (root_node - 1), 0)]
         buf = jnp.concatenate([folded, jnp.zeros_like(folded)])
         leaf_buf = lax.dynamic_update_slice_in_dim(leaf_buf, leaf, leaf_off, 0)
         node_buf = lax.dynamic_update_slice_in_dim(node_buf, real, node_off, 0)

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, UInt8, UInt64
 
+from jaxstark import kernels
 from jaxstark.field import goldilocks as gl
 from jaxstark.field.val import Val
 from jaxstark.merkle import _build
@@ -35,6 +36,7 @@ from jaxstark.transcript import Transcript, encode_label
 __all__ = [
     "FriLayer", "FriStep", "fri_layer", "fri_step", "large_layers", "scan_layers_below", "scan_threshold_name",
     "SCAN_LAYERS_BELOW",
+    "SCAN_LAYERS_BELOW_JNP",
     "SCAN_LAYERS_BELOW_CPU",
 ]  # fmt: skip
 
@@ -46,8 +48,11 @@ __all__ = [
 # on an H100 and its rounds from 86.6 to 83.8 ms (RESULTS.md, 2026-12-06). On the CPU the jnp
 # tree hashes the padding (2^16 made proofs 2.4x slower), while a layer of its own costs 0.4-0.7
 # s of a CPU plan: 2^11 rather than 2^10 cut the plans of Fibonacci 2^10 and 2^14 by that and
-# cost 2% of the 2^14 proof (benchmarks/RESULTS.md, 2026-12-03, 2026-12-05).
-SCAN_LAYERS_BELOW = 1 << 21  # on an accelerator
+# cost 2% of the 2^14 proof (benchmarks/RESULTS.md, 2026-12-03, 2026-12-05). An accelerator whose
+# trees are the jnp ones (JAXSTARK_KERNELS=jnp, the kernels' baseline) hashes the padding too and
+# keeps the threshold measured before the kernels skipped it.
+SCAN_LAYERS_BELOW = 1 << 21  # on an accelerator, the Merkle kernels building the trees
+SCAN_LAYERS_BELOW_JNP = 1 << 16  # on an accelerator, the jnp trees (the padding hashed)
 SCAN_LAYERS_BELOW_CPU = 1 << 11  # on the CPU
 
 
@@ -68,8 +73,11 @@ class FriLayer(eqx.Module):
 
 def scan_threshold_name(platform: str) -> str:
     """The name of the module constant that holds the scan threshold on ``platform`` (a
-    ``jax.Device.platform``, or a model backend): what a benchmark or a test sets."""
-    return "SCAN_LAYERS_BELOW_CPU" if platform == "cpu" else "SCAN_LAYERS_BELOW"
+    ``jax.Device.platform``, or a model backend) under the kernel posture
+    (:data:`jaxstark.kernels.MODE`): what a benchmark or a test sets."""
+    if platform == "cpu":
+        return "SCAN_LAYERS_BELOW_CPU"
+    return "SCAN_LAYERS_BELOW_JNP" if kernels.MODE == "jnp" else "SCAN_LAYERS_BELOW"
 
 
 def scan_layers_below(platform: str) -> int:
