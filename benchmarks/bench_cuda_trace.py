@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     from jaxstark.memory import executor as ex
     from jaxstark.rounds import r4_fri_layer
 
-    r4_fri_layer.SCAN_LAYERS_BELOW_CPU = r4_fri_layer.SCAN_LAYERS_BELOW  # the GPU's programs
+    r4_fri_layer.SCAN_LAYERS_BELOW_CPU = r4_fri_layer.scan_layers_below("gpu")  # the GPU's programs
     cpu = jax.devices("cpu")[0]
     rows: list[tuple[str, float, str]] = []
 
