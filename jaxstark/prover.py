@@ -169,7 +169,8 @@ def prove(
     the_plan = plan_checked(airs, log_ns, config, device, chunks, devices, progress, host)
     if the_plan.others:  # whole tables shared out over jax.distributed processes: admitted together
         _admitted_everywhere(the_plan)
-    the_plan.admit()  # raises DeviceBudgetExceeded before any dispatch
+    else:
+        the_plan.admit()  # raises DeviceBudgetExceeded before any dispatch
     watch = None if progress is None else (progress, the_plan)
     shapes = frozenset((t.log_n, t.blowup, t.device) for t in the_plan.tables)
     park = frozenset(name for name, _, _ in the_plan.parked)

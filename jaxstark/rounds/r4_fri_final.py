@@ -88,8 +88,7 @@ def _small_layers(f: Array, tr: Transcript, steps: FriStep, hash_name: str):
     node_at = np.cumsum([0, *sizes])  # (a layer of m evaluations has m nodes: 2h)
     xs = (
         jnp.asarray((sizes // 2).astype(np.int32)),  # h
-        jnp.asarray((size // sizes).astype(np.int32)),  # the real tree's root node
-        jnp.asarray(np.log2(size // sizes).astype(np.int32)),  # ... is node 2^shift
+        jnp.asarray(np.log2(size // sizes).astype(np.int32)),  # the real tree's root is node 2^shift
         jnp.asarray(leaf_at[:-1].astype(np.int32)),
         jnp.asarray(node_at[:-1].astype(np.int32)),
         steps.labels,
@@ -101,7 +100,8 @@ def _small_layers(f: Array, tr: Transcript, steps: FriStep, hash_name: str):
 
     def layer(carry, x):
         tr, buf, leaf_buf, node_buf = carry
-        h, root_node, shift, leaf_off, node_off, labels, w_inv, s_inv = x
+        h, shift, leaf_off, node_off, labels, w_inv, s_inv = x
+        root_node = jnp.left_shift(np.int32(1), shift)
         first = buf[: size // 2]  # f[t] for t < h, then padding
         second = lax.dynamic_slice_in_dim(buf, h, size // 2)  # f[t + h] for t < h
         # the real tree is the padded tree's subtree of node root_node (the kernels build that alone)
