@@ -131,6 +131,15 @@ def test_a_table_16_times_over_the_budget_is_chunked_and_grouped_by_the_planner(
     assert proof.chunks == (k,) and js.verify(air, proof.to_bytes(), public, js.StarkConfig(**base))
 
 
+@pytest.fixture(scope="module")
+def machine_on_one_device():
+    """The three-table machine proven with every table on one device: the bytes its proofs on
+    several devices and over several processes must give."""
+    tables = machine_example(6, bits=4)
+    small = js.StarkConfig(blowup=2, num_queries=10, grinding_bits=2, fri_final_degree=4)
+    return js.prove(tables, config=small, device=jax.devices("cpu")[0]).to_bytes()
+
+
 def _child(tmp_path, name, *argv):
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     out = tmp_path / f"{name}.bin"
@@ -144,7 +153,7 @@ def _finish(proc, out) -> tuple[bytes, str]:
     return out.read_bytes(), stdout
 
 
-def test_groups_split_over_4_host_devices_give_the_same_proof(tmp_path, alu14, chunked):
+def test_groups_split_over_4_host_devices_give_the_same_proof(tmp_path, alu14, chunked, machine_on_one_device):
     """Two groups of 8 chunks, each split over a mesh of 4 host devices (2 chunks per device):
     the same bytes as the proof on one device. Whole tables take the devices in turn."""
     air, _, public = alu14
@@ -157,7 +166,7 @@ def test_groups_split_over_4_host_devices_give_the_same_proof(tmp_path, alu14, c
     assert js.verify(air, data, public, cfg())
     # the three tables on three devices give the one-device bytes, and their rounds 2-5 were all
     # dispatched before the host waited for any of them: the devices work at once
-    assert (tmp_path / "spread.bin.machine").read_bytes() == (tmp_path / "spread.bin.machine1").read_bytes()
+    assert (tmp_path / "spread.bin.machine").read_bytes() == machine_on_one_device
     events = next(line for line in stdout.splitlines() if line.startswith("events: "))[8:].split(";")
     forks = [k for k, e in enumerate(events) if e.endswith(" fork")]
     queries = [k for k, e in enumerate(events) if e.endswith(" queries")]
@@ -165,7 +174,7 @@ def test_groups_split_over_4_host_devices_give_the_same_proof(tmp_path, alu14, c
     assert len(forks) == len(queries) == 3 and max(queries) < waits[0], events
 
 
-def test_two_processes_prove_one_statement(tmp_path, alu14, chunked):
+def test_two_processes_prove_one_statement(tmp_path, alu14, chunked, machine_on_one_device):
     """``jax.distributed`` on localhost: two processes of 2 host devices each; every group of 8
     chunks is split over all 4 devices, so each process proves its share of every group; both
     end with the whole proof, the same bytes as on one device. The machine's three whole tables
@@ -185,11 +194,8 @@ def test_two_processes_prove_one_statement(tmp_path, alu14, chunked):
     placed = {"Alu on cpu:0", "Program on cpu:2", "RangeTable on cpu:1"}  # the processes in turn
     assert all(p in out for p in placed for _, out in results), results  # (gloo logs on the same stdout)
     assert "rounds planned here: [0, 2]" in results[0][1] and "rounds planned here: [1]" in results[1][1]
-    tables = machine_example(6, bits=4)
-    small = js.StarkConfig(blowup=2, num_queries=10, grinding_bits=2, fri_final_degree=4)
-    one = js.prove(tables, config=small, device=jax.devices("cpu")[0]).to_bytes()
     machine = [(tmp_path / f"process{i}.bin.machine").read_bytes() for i in range(2)]
-    assert machine[0] == machine[1] == one
+    assert machine[0] == machine[1] == machine_on_one_device
     for _, out in results:  # a bad value in process 1's table: both processes name it, neither hangs
         assert "refused: prove: table 1 (Program) trace" in out and "(5, 0)" in out, out
     # a device failure in process 1's rounds 2-5: it raises it, process 0 an error naming it
