@@ -333,3 +333,25 @@ def test_keep_held_forbids_parking(command):
                 ["--keep-held", "--held-strategies", "park"]):  # fmt: skip
         with pytest.raises(SystemExit):
             config_from(ap.parse_args([command, "--example", "fibonacci", *bad]), ap)
+
+
+@pytest.mark.parametrize("distributed", [False, True])
+def test_the_command_ends_without_the_runtime_teardown_unless_distributed(monkeypatch, distributed):
+    """``jaxstark.cli.run``: ``main``'s exit code, the output flushed, then ``os._exit`` (JAX's
+    exit handlers skipped); in a ``jax.distributed`` run, ``sys.exit`` (its shutdown barrier
+    left through them)."""
+    import jax
+
+    import jaxstark.cli as cli
+
+    ended = []
+    monkeypatch.setattr(cli, "main", lambda: 3)
+    monkeypatch.setattr(cli.os, "_exit", lambda code: ended.append(code))
+    monkeypatch.setattr(jax.distributed, "is_initialized", lambda: distributed)
+    if distributed:
+        with pytest.raises(SystemExit) as exc:
+            cli.run()
+        assert exc.value.code == 3 and ended == []
+    else:
+        cli.run()
+        assert ended == [3]
