@@ -335,11 +335,11 @@ def test_keep_held_forbids_parking(command):
             config_from(ap.parse_args([command, "--example", "fibonacci", *bad]), ap)
 
 
-@pytest.mark.parametrize("distributed", [False, True])
-def test_the_command_ends_without_the_runtime_teardown_unless_distributed(monkeypatch, distributed):
+@pytest.mark.parametrize("distributed, profiled", [(False, False), (True, False), (False, True)])
+def test_the_command_ends_without_the_runtime_teardown_unless_distributed(monkeypatch, distributed, profiled):
     """``jaxstark.cli.run``: ``main``'s exit code, the output flushed, then ``os._exit`` (JAX's
-    exit handlers skipped); in a ``jax.distributed`` run, ``sys.exit`` (its shutdown barrier
-    left through them)."""
+    exit handlers skipped); in a ``jax.distributed`` run or under a profiler, ``sys.exit`` (the
+    run's shutdown barrier left, the profile written)."""
     import jax
 
     import jaxstark.cli as cli
@@ -348,10 +348,31 @@ def test_the_command_ends_without_the_runtime_teardown_unless_distributed(monkey
     monkeypatch.setattr(cli, "main", lambda: 3)
     monkeypatch.setattr(cli.os, "_exit", lambda code: ended.append(code))
     monkeypatch.setattr(jax.distributed, "is_initialized", lambda: distributed)
-    if distributed:
+    monkeypatch.setattr(cli, "_observed", lambda: profiled)
+    if distributed or profiled:
         with pytest.raises(SystemExit) as exc:
             cli.run()
         assert exc.value.code == 3 and ended == []
     else:
         cli.run()
         assert ended == [3]
+
+
+def test_a_profiler_tracer_or_monitoring_tool_is_seen(monkeypatch):
+    import types
+
+    import jaxstark.cli as cli
+
+    monkeypatch.setattr(cli.sys, "getprofile", lambda: None)
+    monkeypatch.setattr(cli.sys, "gettrace", lambda: None)
+    tools = {}
+    monkeypatch.setattr(cli.sys, "monitoring", types.SimpleNamespace(get_tool=tools.get), raising=False)
+    assert not cli._observed()
+    tools[1] = "coverage"  # sys.monitoring.COVERAGE_ID
+    assert cli._observed()
+    tools.clear()
+    monkeypatch.setattr(cli.sys, "getprofile", lambda: print)
+    assert cli._observed()
+    monkeypatch.setattr(cli.sys, "getprofile", lambda: None)
+    monkeypatch.setattr(cli.sys, "gettrace", lambda: print)
+    assert cli._observed()

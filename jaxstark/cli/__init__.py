@@ -85,8 +85,9 @@ def run() -> None:
     device's pool freed -- which the operating system does anyway when the process ends: 0.4-0.6
     s of a 4-6 s GPU process (``benchmarks/RESULTS.md``). Every file the command writes is
     closed before :func:`main` returns, and every compiled program is in the persistent cache
-    by then. A process in a ``jax.distributed`` run exits the usual way, through the handler
-    that leaves the run's shutdown barrier."""
+    by then. A process exits the usual way where something must run as it ends: in a
+    ``jax.distributed`` run (the handler that leaves the run's shutdown barrier), and under a
+    profiler, tracer or coverage tool (which writes what it gathered)."""
     code = main()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -96,6 +97,15 @@ def run() -> None:
     import jax
 
     initialized = getattr(jax.distributed, "is_initialized", None)
-    if initialized is None or initialized():
+    if initialized is None or initialized() or _observed():
         sys.exit(code)
     os._exit(code)
+
+
+def _observed() -> bool:
+    """Whether a profiler, tracer or coverage tool watches this process (``sys.setprofile``,
+    ``sys.settrace`` or, from Python 3.12, a ``sys.monitoring`` tool)."""
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        return True
+    monitoring = getattr(sys, "monitoring", None)
+    return monitoring is not None and any(monitoring.get_tool(i) is not None for i in range(6))
