@@ -105,7 +105,10 @@ def test_powers_of_several_bases_at_once():
 def gf3():
     galois = pytest.importorskip("galois")
     base = galois.GF(P)
-    return galois.GF(P**3, irreducible_poly=galois.Poly([1, 0, 0, P - 2], field=base), verify=False)
+    # the primitive element is the one galois finds itself (w + 5), named so that the class is
+    # built without its 12 s search; nothing here uses it (the tests compare arithmetic)
+    poly = galois.Poly([1, 0, 0, P - 2], field=base)
+    return galois.GF(P**3, irreducible_poly=poly, primitive_element=galois.Poly([1, 5], field=base), verify=False)
 
 
 def test_against_galois(gf3):
