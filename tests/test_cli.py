@@ -376,3 +376,37 @@ def test_a_profiler_tracer_or_monitoring_tool_is_seen(monkeypatch):
     monkeypatch.setattr(cli.sys, "getprofile", lambda: None)
     monkeypatch.setattr(cli.sys, "gettrace", lambda: print)
     assert cli._observed()
+
+
+@pytest.mark.parametrize("where", ["main", "flush"])
+def test_a_reader_that_goes_away_ends_the_command_quietly(monkeypatch, where):
+    """The output's reader gone (``jaxstark verify F | head -1``), whether ``main``'s own print
+    or the last flush meets it: exit code 141, no traceback, nothing written at exit."""
+    import jaxstark.cli as cli
+
+    read, write = os.pipe()
+
+    class Gone:  # stdout whose reader has gone (its file number a real one, for the redirect)
+        def fileno(self):
+            return write
+
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    def main():
+        if where == "main":
+            raise BrokenPipeError(32, "Broken pipe")
+        return 0
+
+    ended = []
+    monkeypatch.setattr(cli, "main", main)
+    monkeypatch.setattr(cli, "_observed", lambda: False)
+    monkeypatch.setattr(cli.os, "_exit", ended.append)
+    if where == "flush":
+        monkeypatch.setattr(cli.sys, "stdout", Gone())
+    try:
+        cli.run()
+    finally:
+        os.close(read)
+        os.close(write)
+    assert ended == [141]

@@ -22,6 +22,7 @@ from jaxstark.cli.common import DEVICE_FAILURE, EXIT_CODES, OVER_BUDGET, USAGE, 
 __all__ = ["main", "run"]
 
 COMMANDS = ("plan", "prove", "verify", "bench", "demo")
+BROKEN_PIPE = 141  # the output's reader went away (128 + SIGPIPE)
 
 DESCRIPTION = """jaxstark: a STARK prover and verifier in JAX with a static device-memory planner.
 
@@ -87,13 +88,20 @@ def run() -> None:
     closed before :func:`main` returns, and every compiled program is in the persistent cache
     by then. A process exits the usual way where something must run as it ends: in a
     ``jax.distributed`` run (the handler that leaves the run's shutdown barrier), and under a
-    profiler, tracer or coverage tool (which writes what it gathered)."""
-    code = main()
+    profiler, tracer or coverage tool (which writes what it gathered).
+
+    When the reader of the output goes away (``jaxstark verify F | head -1``), the command stops
+    quietly with exit code 141 (128 + SIGPIPE, as a shell reports a writer the pipe ended)."""
+    try:
+        code = main()
+    except BrokenPipeError:
+        code = BROKEN_PIPE
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (BrokenPipeError, OSError):  # a reader gone (`jaxstark ... | head`): nothing left to write
-            pass
+        except OSError:  # a reader gone: nothing left to write, and nothing to write at exit either
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+            code = BROKEN_PIPE
     import jax
 
     initialized = getattr(jax.distributed, "is_initialized", None)

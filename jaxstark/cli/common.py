@@ -29,7 +29,8 @@ EXIT_CODES = """exit codes:
   1  the proof was rejected (verify), with the reason
   2  bad arguments or input: unreadable or malformed files, a trace that violates its AIR
   3  over the memory budget: the planner refused before anything ran
-  4  a device failed during an admitted run"""
+  4  a device failed during an admitted run
+  141  the output's reader went away (`jaxstark ... | head`)"""
 
 DEFAULTS = StarkConfig()
 
