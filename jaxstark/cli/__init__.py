@@ -100,8 +100,11 @@ def run() -> None:
         try:
             stream.flush()
         except OSError:  # a reader gone: nothing left to write, and nothing to write at exit either
-            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
             code = BROKEN_PIPE
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+            except (OSError, ValueError):  # a stream without a file descriptor of its own
+                pass
     import jax
 
     initialized = getattr(jax.distributed, "is_initialized", None)
