@@ -7,11 +7,12 @@ time to load the program from the persistent cache.
 
 Cold start (``--cold-start``): the whole ``jaxstark prove`` process of the same example, run
 twice in fresh processes against one new, empty cache directory -- the first run compiles
-everything, the second loads it. Each wall time is printed with its parts: a process's start-up
-(importing jax and jaxstark, starting the backend: timed in a process of its own), the plan and
-the proof as ``jaxstark prove`` prints them, and the rest (building the example's trace, writing
-the proof). They run first, before this process starts a backend that would hold the device's
-memory pool, and with the default FRI thresholds (``--fri-scan-below`` is this process's).
+everything, the second loads it. Each runs through ``cli_timeline.py`` (the command with its
+phases stamped) and its wall time is printed with its parts: start-up (importing jax and
+jaxstark, starting the backend), the plan, the proof, the rest (waiting for the example's trace,
+built beside the plan; writing the proof) and the exit. They run first, before this process
+starts a backend that would hold the device's memory pool, and with the default FRI thresholds
+(``--fri-scan-below`` is this process's).
 
 ``--threads N`` re-compiles the planned programs (cache off) on N threads at once and prints the
 wall time against the sum: what compiling a plan's programs concurrently would give.
@@ -25,7 +26,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -49,11 +49,15 @@ def _args(argv):
 
 
 def _prove_cmd(args, cache: str) -> tuple[list[str], dict]:
-    cmd = [sys.executable, "-m", "jaxstark", "prove", "--example", args.example, "--log-rows", str(args.log_rows),
-           "--blowup", str(args.blowup), "--queries", str(args.queries), "--grinding", str(args.grinding),
-           "--hash", args.hash, "--device", args.device, "--out", str(Path(cache) / "bench.proof")]  # fmt: skip
+    """`jaxstark prove` of the example, through ``cli_timeline.py`` (the command, its phases
+    stamped), importing the jaxstark this process would import."""
+    cmd = [sys.executable, str(Path(__file__).with_name("cli_timeline.py")), "prove", "--example", args.example,
+           "--log-rows", str(args.log_rows), "--blowup", str(args.blowup), "--queries", str(args.queries),
+           "--grinding", str(args.grinding), "--hash", args.hash, "--device", args.device, "--no-progress",
+           "--out", str(Path(cache) / "bench.proof")]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
-    return cmd, {**env, "JAXSTARK_CACHE_DIR": cache}
+    path = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH", "")) if p)
+    return cmd, {**env, "JAXSTARK_CACHE_DIR": cache, "PYTHONPATH": path}
 
 
 def main(argv=None) -> int:
@@ -138,46 +142,32 @@ def main(argv=None) -> int:
 def _cold_start(args) -> int:
     """Whole `jaxstark prove` processes, before this process starts a backend of its own (one
     holding the device's memory pool would slow theirs down)."""
+    from cli_timeline import stamps
+
     fresh = tempfile.mkdtemp(prefix="jaxstark-cold-xla-")
-    start_up = _start_up(args.device)
-    print(f"  a process that imports jax and jaxstark and starts the {args.device} backend: {start_up:.2f} s")
     for label in ("cold (empty cache)", "second process"):
         cmd, env = _prove_cmd(args, fresh)
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=_package_root())
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         wall = time.perf_counter() - t0
-        if proc.returncode != 0:
+        t = stamps(proc.stderr)
+        phases = ("backend", "plan begins", "plan ends", "prove begins", "prove ends", "main returned")
+        if proc.returncode != 0 or not all(p in t for p in phases):
             print(proc.stdout[-2000:], proc.stderr[-4000:], file=sys.stderr)
             return 1
-        plan_s, prove_s = _printed_times(proc.stdout)
-        print(f"  jaxstark prove, {label}: {wall:.1f} s = start-up {start_up:.1f} + plan {plan_s:.1f} "
-              f"+ proof {prove_s:.2f} + the rest {wall - start_up - plan_s - prove_s:.1f} "
-              "(writing the proof; the example's trace is built beside the plan)")  # fmt: skip
+        plan_s, prove_s = t["plan ends"] - t["plan begins"], t["prove ends"] - t["prove begins"]
+        rest = t["main returned"] - t["backend"] - plan_s - prove_s
+        print(f"  jaxstark prove, {label}: {wall:.2f} s = start-up {t['backend']:.2f} + plan {plan_s:.2f} "
+              f"+ proof {prove_s:.2f} + the rest {rest:.2f} (waiting for the example's trace, built beside the "
+              f"plan; writing the proof) + exit {wall - t['main returned']:.2f}")  # fmt: skip
     return 0
 
 
-def _start_up(device: str) -> float:
-    """Wall seconds of a process that only imports jax and jaxstark and starts the backend."""
-    code = f"import jax, jaxstark; jax.devices({device!r})"
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=_package_root())
-    return time.perf_counter() - t0
-
-
 def _package_root() -> str:
-    """The directory holding the jaxstark this process would import (found, not imported): the
-    children run there, since ``python -m`` puts the working directory first on their path."""
+    """The directory holding the jaxstark this process would import (found, not imported): first
+    on the children's path, so that they time that code and not another copy's."""
     spec = importlib.util.find_spec("jaxstark")
     return str(Path(spec.origin).resolve().parent.parent)
-
-
-def _printed_times(stdout: str) -> tuple[float, float]:
-    """The plan's and the proof's seconds as `jaxstark prove` prints them."""
-    plan = re.search(r"\(([0-9.]+) s, compiling\)", stdout)
-    proof = re.search(r"proved in ([0-9.]+) s", stdout)
-    if not (plan and proof):
-        raise RuntimeError(f"jaxstark prove printed no plan or proof time:\n{stdout[-2000:]}")
-    return float(plan.group(1)), float(proof.group(1))
 
 
 if __name__ == "__main__":

@@ -1,15 +1,17 @@
-"""A ``jaxstark`` command with a timeline: seconds since the interpreter started at each phase.
+"""A ``jaxstark`` command with a timeline: seconds since the script began at each phase.
 
     python benchmarks/cli_timeline.py prove --device gpu --example alu --log-rows 22 --blowup 2 --no-progress
 
-Runs the CLI (any of its commands, the same arguments) in this process and prints to stderr,
-as ``[t] SECONDS PHASE (THREAD)``: jax and jaxstark imported, the backend started, then when
-the plan, the proof, the example's trace (built on a thread beside the plan) and the statement's
-writing begin and end, and when ``main`` returned. The process's wall time (``/usr/bin/time``)
-less the last stamp is the interpreter's exit.
+Runs the CLI (any of its commands, the same arguments) in this process, ending it as the
+command does (:func:`jaxstark.cli.run`), and prints to stderr, as ``[t] SECONDS PHASE
+(THREAD)``: jax and jaxstark imported, the backend started, then when the plan, the proof, the
+example's trace (built on a thread beside the plan) and the statement's writing begin and end,
+and when ``main`` returned. The process's wall time less that last stamp is its exit (and the
+interpreter's own start, a few tens of milliseconds before the first stamp's clock starts).
+``benchmarks/bench_compile.py --cold-start`` reads these stamps (:func:`stamps`).
 """
 
-import atexit
+import re
 import sys
 import threading
 import time
@@ -22,16 +24,9 @@ def mark(what: str) -> None:
     print(stamp, file=sys.stderr, flush=True)
 
 
-import jax  # noqa: E402
-
-mark("import jax")
-import jaxstark as js  # noqa: E402
-
-mark("import jaxstark")
-jax.devices()
-mark("backend")
-from jaxstark.cli import main  # noqa: E402
-from jaxstark.cli import prove as cli_prove  # noqa: E402
+def stamps(stderr: str) -> dict[str, float]:
+    """The stamps a run printed, by phase (``"plan ends"``: seconds since it started)."""
+    return {m.group(2): float(m.group(1)) for m in re.finditer(r"^\[t\]\s+([0-9.]+) (.+) \(.*\)$", stderr, re.M)}
 
 
 def _stamped(owner, name: str) -> None:
@@ -47,11 +42,27 @@ def _stamped(owner, name: str) -> None:
     setattr(owner, name, stamped)
 
 
-for owner, name in ((js, "plan"), (js, "prove"), (cli_prove, "tables_from"), (cli_prove.statement, "write")):
-    _stamped(owner, name)
-atexit.register(mark, "exit")
-
 if __name__ == "__main__":
-    code = main(sys.argv[1:])
-    mark("main returned")
-    sys.exit(code)
+    import jax
+
+    mark("import jax")
+    import jaxstark as js
+
+    mark("import jaxstark")
+    jax.devices()
+    mark("backend")
+    import jaxstark.cli as cli
+    from jaxstark.cli import prove as cli_prove
+
+    for owner, name in ((js, "plan"), (js, "prove"), (cli_prove, "tables_from"), (cli_prove.statement, "write")):
+        _stamped(owner, name)
+    command = cli.main
+
+    def main():
+        try:
+            return command(sys.argv[1:])
+        finally:
+            mark("main returned")
+
+    cli.main = main
+    cli.run()
