@@ -335,27 +335,52 @@ def test_keep_held_forbids_parking(command):
             config_from(ap.parse_args([command, "--example", "fibonacci", *bad]), ap)
 
 
-@pytest.mark.parametrize("distributed, profiled", [(False, False), (True, False), (False, True)])
-def test_the_command_ends_without_the_runtime_teardown_unless_distributed(monkeypatch, distributed, profiled):
-    """``jaxstark.cli.run``: ``main``'s exit code, the output flushed, then ``os._exit`` (JAX's
-    exit handlers skipped); in a ``jax.distributed`` run or under a profiler, ``sys.exit`` (the
-    run's shutdown barrier left, the profile written)."""
+@pytest.mark.parametrize("why", [None, "distributed", "profiled", "interactive"])
+def test_the_command_ends_without_the_runtime_teardown_unless_something_must_run_at_exit(monkeypatch, why):
+    """``jaxstark.cli.run``: ``main``'s exit code, the output flushed, compiles in flight waited
+    for, then ``os._exit`` (JAX's exit handlers skipped); in a ``jax.distributed`` run, under a
+    profiler and in an interactive session, ``sys.exit`` (the run's shutdown barrier left, the
+    profile written, the session going on)."""
     import jax
 
     import jaxstark.cli as cli
+    from jaxstark.memory import executor
 
-    ended = []
+    ended, waited = [], []
     monkeypatch.setattr(cli, "main", lambda: 3)
     monkeypatch.setattr(cli.os, "_exit", lambda code: ended.append(code))
-    monkeypatch.setattr(jax.distributed, "is_initialized", lambda: distributed)
-    monkeypatch.setattr(cli, "_observed", lambda: profiled)
-    if distributed or profiled:
+    monkeypatch.setattr(jax.distributed, "is_initialized", lambda: why == "distributed")
+    monkeypatch.setattr(cli, "_observed", lambda: why == "profiled")
+    monkeypatch.setattr(cli, "_interactive", lambda: why == "interactive")
+    monkeypatch.setattr(executor, "wait_for_compiles", lambda: waited.append(1) or 0)
+    if why is not None:
         with pytest.raises(SystemExit) as exc:
             cli.run()
         assert exc.value.code == 3 and ended == []
     else:
         cli.run()
         assert ended == [3]
+    assert waited == [1]
+
+
+def test_compiles_in_flight_are_waited_for():
+    """A plan cut short leaves programs compiling; the command waits for them before it ends."""
+    import concurrent.futures
+    import threading
+
+    from jaxstark.memory import executor
+
+    release = threading.Event()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        future = pool.submit(release.wait, 30)
+        job = executor._Compiling(("a test job",), future, None, None)
+        executor._COMPILE_LOG.append(job)
+        try:
+            threading.Timer(0.2, release.set).start()
+            assert executor.wait_for_compiles() == 1 and future.done()
+            assert executor.wait_for_compiles() == 0
+        finally:
+            executor._COMPILE_LOG.remove(job)
 
 
 def test_a_profiler_tracer_or_monitoring_tool_is_seen(monkeypatch):
@@ -401,12 +426,43 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(monkeypatch, where):
     ended = []
     monkeypatch.setattr(cli, "main", main)
     monkeypatch.setattr(cli, "_observed", lambda: False)
+    monkeypatch.setattr(cli, "_interactive", lambda: False)
     monkeypatch.setattr(cli.os, "_exit", ended.append)
     if where == "flush":
         monkeypatch.setattr(cli.sys, "stdout", Gone())
     try:
         cli.run()
+        if where == "flush":  # what is left to write at exit goes nowhere
+            assert os.path.samestat(os.fstat(write), os.stat(os.devnull))
     finally:
         os.close(read)
         os.close(write)
     assert ended == [141]
+
+
+@pytest.mark.parametrize("stream", ["closed", "disk full"])
+def test_a_closed_stream_or_a_failed_write_is_not_a_crash(monkeypatch, capfd, stream):
+    """A standard stream closed by the caller (``>&-``: Python sets it to None) leaves the exit
+    code as ``main`` gave it; any other failure to write the output is exit code 120, said on
+    the original standard error."""
+    import errno
+
+    import jaxstark.cli as cli
+
+    class Full:
+        def fileno(self):
+            raise OSError("no file descriptor")
+
+        def flush(self):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    ended = []
+    monkeypatch.setattr(cli, "main", lambda: 0)
+    monkeypatch.setattr(cli, "_observed", lambda: False)
+    monkeypatch.setattr(cli, "_interactive", lambda: False)
+    monkeypatch.setattr(cli.os, "_exit", ended.append)
+    monkeypatch.setattr(cli.sys, "stdout", None if stream == "closed" else Full())
+    cli.run()
+    assert ended == ([0] if stream == "closed" else [120])
+    if stream == "disk full":
+        assert "cannot write the output" in capfd.readouterr().err

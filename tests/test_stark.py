@@ -20,9 +20,11 @@ CASES = [  # every example, every hash, blowups 2/4/8, 2^3 ... 2^16 rows (kept s
     ("alu", 8, 4, "blake3"),
     ("wide", 3, 2, "blake3"),
 ]
-# The wide example at 130 columns rather than its default 316: rows of 1040 bytes (two BLAKE3
-# chunks per leaf), 16 full column blocks and a partial one, 129 degree-3 constraints -- the
-# paths 316 columns take, at 40% of the compile (15.4 -> 6.4 s on a 2-core CPU).
+# The wide example at 130 columns rather than its default 316, at 40% of the compile (15.4 ->
+# 6.4 s on a 2-core CPU): rows of 1040 bytes (a BLAKE3 leaf over two chunks), 16 full column
+# blocks and a partial one, 129 degree-3 constraints. Leaves of three chunks and more are held
+# to the references in tests/test_merkle.py (400 columns) and tests/test_kernels_merkle.py (316
+# columns, against the blake3 package).
 WIDTHS = {"wide": 130}
 
 

@@ -86,31 +86,57 @@ def run() -> None:
     device's pool freed -- which the operating system does anyway when the process ends: 0.4-0.6
     s of a 4-6 s GPU process (``benchmarks/RESULTS.md``). Every file the command writes is
     closed before :func:`main` returns, and every compiled program is in the persistent cache
-    by then. A process exits the usual way where something must run as it ends: in a
-    ``jax.distributed`` run (the handler that leaves the run's shutdown barrier), and under a
-    profiler, tracer or coverage tool (which writes what it gathered).
+    by then; a plan cut short (an error, an interrupt) may leave programs compiling, and they are
+    waited for, as the usual exit would. A process exits the usual way where something must run
+    as it ends: in a ``jax.distributed`` run (the handler that leaves the run's shutdown
+    barrier), under a profiler, tracer or coverage tool (which writes what it gathered), and
+    inside an interactive session or IPython (``%run -m jaxstark``), which must go on.
 
     When the reader of the output goes away (``jaxstark verify F | head -1``), the command stops
-    quietly with exit code 141 (128 + SIGPIPE, as a shell reports a writer the pipe ended)."""
+    quietly with exit code 141 (128 + SIGPIPE, as a shell reports a writer the pipe ended); any
+    other failure to write the output is exit code 120, as Python's own exit gives it."""
     try:
         code = main()
     except BrokenPipeError:
         code = BROKEN_PIPE
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # a closed standard stream
+            continue
         try:
             stream.flush()
-        except OSError:  # a reader gone: nothing left to write, and nothing to write at exit either
+        except BrokenPipeError:  # a reader gone: nothing left to write, and nothing to write at exit either
             code = BROKEN_PIPE
+            _to_devnull(stream)
+        except OSError as exc:  # a full disk, an I/O error: said where it can be, as Python's exit would
+            code = code or 120
+            _to_devnull(stream)
             try:
-                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
-            except (OSError, ValueError):  # a stream without a file descriptor of its own
+                print(f"jaxstark: cannot write the output: {exc}", file=sys.__stderr__, flush=True)
+            except (OSError, AttributeError, ValueError):
                 pass
+    executor = sys.modules.get("jaxstark.memory.executor")
+    if executor is not None:
+        executor.wait_for_compiles()
     import jax
 
     initialized = getattr(jax.distributed, "is_initialized", None)
-    if initialized is None or initialized() or _observed():
+    if initialized is None or initialized() or _observed() or _interactive() or not isinstance(code, int):
         sys.exit(code)
     os._exit(code)
+
+
+def _to_devnull(stream) -> None:
+    """Point ``stream``'s file descriptor at the null device (nothing more reaches a reader)."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    except (OSError, ValueError, AttributeError):  # a stream without a file descriptor of its own
+        pass
+
+
+def _interactive() -> bool:
+    """Whether this process is an interactive session that runs the command (``python -i``,
+    IPython, a Jupyter kernel): it must go on after the command."""
+    return bool(sys.flags.interactive) or hasattr(sys, "ps1") or "IPython" in sys.modules
 
 
 def _observed() -> bool:

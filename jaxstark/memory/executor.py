@@ -61,8 +61,8 @@ from jaxstark.transcript import HostTranscript, Transcript
 
 __all__ = [
     "Planner", "Runner", "RoundMemory", "CompileRecord", "compile_log", "dispatch_count", "compiled_for", "placements",
-    "clear_caches", "compile_threads", "held_name", "roots_only", "FALLBACK_ENV", "CHUNK_AXIS", "COMPILE_THREADS_ENV",
-    "PARK_MIN_BYTES",
+    "clear_caches", "compile_threads", "wait_for_compiles", "held_name", "roots_only", "FALLBACK_ENV", "CHUNK_AXIS",
+    "COMPILE_THREADS_ENV", "PARK_MIN_BYTES",
 ]  # fmt: skip
 
 FALLBACK_ENV = "JAXSTARK_TEST_ONLY_HOST_FALLBACK"
@@ -250,6 +250,15 @@ def compile_threads() -> int:
     if not (text.isascii() and text.isdigit()):
         raise ValueError(f"{COMPILE_THREADS_ENV}={text!r}: expected a whole number of threads (0: none)")
     return int(text)
+
+
+def wait_for_compiles() -> int:
+    """Wait until no compile thread is working (a plan cut short -- an error, an interrupt --
+    may leave programs compiling, each then writing its persistent-cache entry); returns how
+    many were waited for."""
+    pending = [job.future for job in list(_COMPILE_LOG) if isinstance(job, _Compiling) and not job.future.done()]
+    concurrent.futures.wait(pending)
+    return len(pending)
 
 
 def _pool(threads: int) -> concurrent.futures.ThreadPoolExecutor:
