@@ -10,7 +10,8 @@ twice in fresh processes against one new, empty cache directory -- the first run
 everything, the second loads it. Each runs through ``cli_timeline.py`` (the command with its
 phases stamped) and its wall time is printed with its parts: start-up (importing jax and
 jaxstark, starting the backend), the plan, the proof, the rest (waiting for the example's trace,
-built beside the plan; writing the proof) and the exit. They run first, before this process
+built beside the plan; writing the proof) and the exit (with the interpreter's own start, a few
+tens of milliseconds before the process's first stamp). They run first, before this process
 starts a backend that would hold the device's memory pool, and with the default FRI thresholds
 (``--fri-scan-below`` is this process's).
 
@@ -159,7 +160,7 @@ def _cold_start(args) -> int:
         rest = t["main returned"] - t["backend"] - plan_s - prove_s
         print(f"  jaxstark prove, {label}: {wall:.2f} s = start-up {t['backend']:.2f} + plan {plan_s:.2f} "
               f"+ proof {prove_s:.2f} + the rest {rest:.2f} (waiting for the example's trace, built beside the "
-              f"plan; writing the proof) + exit {wall - t['main returned']:.2f}")  # fmt: skip
+              f"plan; writing the proof) + the interpreter's start and exit {wall - t['main returned']:.2f}")  # fmt: skip
     return 0
 
 
