@@ -158,9 +158,10 @@ def _cold_start(args) -> int:
             return 1
         plan_s, prove_s = t["plan ends"] - t["plan begins"], t["prove ends"] - t["prove begins"]
         rest = t["main returned"] - t["backend"] - plan_s - prove_s
+        ends = wall - t["main returned"]
         print(f"  jaxstark prove, {label}: {wall:.2f} s = start-up {t['backend']:.2f} + plan {plan_s:.2f} "
               f"+ proof {prove_s:.2f} + the rest {rest:.2f} (waiting for the example's trace, built beside the "
-              f"plan; writing the proof) + the interpreter's start and exit {wall - t['main returned']:.2f}")  # fmt: skip
+              f"plan; writing the proof) + the interpreter's start and exit {ends:.2f}")  # fmt: skip
     return 0
 
 
