@@ -17,16 +17,20 @@ import threading
 import time
 
 T0 = time.perf_counter()
+_ONE_AT_A_TIME = threading.Lock()  # a stamp is one line, whichever thread writes it
 
 
 def mark(what: str) -> None:
-    stamp = f"[t] {time.perf_counter() - T0:6.2f} {what} ({threading.current_thread().name})"
-    print(stamp, file=sys.stderr, flush=True)
+    stamp = f"[t] {time.perf_counter() - T0:6.2f} {what} ({threading.current_thread().name})\n"
+    with _ONE_AT_A_TIME:
+        sys.stderr.write(stamp)
+        sys.stderr.flush()
 
 
 def stamps(stderr: str) -> dict[str, float]:
-    """The stamps a run printed, by phase (``"plan ends"``: seconds since it started)."""
-    return {m.group(2): float(m.group(1)) for m in re.finditer(r"^\[t\]\s+([0-9.]+) (.+) \(.*\)$", stderr, re.M)}
+    """The stamps a run printed, by phase (``"plan ends"``: seconds since it started); a stamp
+    is found wherever it stands in the text."""
+    return {m.group(2): float(m.group(1)) for m in re.finditer(r"\[t\]\s+([0-9.]+) ([^()\n]+?) \([^()\n]*\)", stderr)}
 
 
 def _stamped(owner, name: str) -> None:
