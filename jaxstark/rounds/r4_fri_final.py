@@ -106,7 +106,7 @@ def _small_layers(f: Array, tr: Transcript, steps: FriStep, hash_name: str):
         second = lax.dynamic_slice_in_dim(buf, h, size // 2)  # f[t + h] for t < h
         # the real tree is the padded tree's subtree of node root_node (the kernels build that alone)
         tr, leaf, tree, folded = _commit_and_fold(
-            tr, first, second, root_node, (labels[0], labels[1]), w_inv, s_inv, hash_name, shift
+            tr, first, second, (labels[0], labels[1]), w_inv, s_inv, hash_name, shift
         )
         # real node i at level l (i = 2^l + o) is padded node root_node * 2^l + o; row 0 and the
         # rows past the real tree's 2h (padding, overwritten by the next layer) read node 0, so
