@@ -3,6 +3,8 @@
 * :mod:`.budget` -- the device budget (a process constant) and the facts diagnostics report;
 * :mod:`.executor` -- the prover's schedule run abstractly (compile + ``memory_analysis``) or
   for real (the same executables, device failures made loud);
+* :mod:`.pool` -- the GPU allocator's pool simulated (chunks handed out whole), which the
+  planner adds to each round's device set;
 * :mod:`.plan` -- :func:`plan`, the :class:`Plan` (per table, per round, term by term), admission;
 * :mod:`.cost` -- the estimated extra work of a plan's ways of fitting (chunks, parked,
   recomputed, row blocks), by which the planner chooses between them;

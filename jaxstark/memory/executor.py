@@ -53,6 +53,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceShardin
 from jaxstark import compile_cache, faults, kernels, lde, ntt, transfer
 from jaxstark.errors import DeviceFailure, JaxstarkError
 from jaxstark.hash.interface import DIGEST_BYTES, get_hash
+from jaxstark.memory import pool
 from jaxstark.progress import RoundEvent
 from jaxstark.rounds import TRACE_COMMIT, registered
 from jaxstark.rounds.domain import make_domain
@@ -509,6 +510,9 @@ class RoundMemory:
     staging: int = 0
     parked: tuple[tuple[str, int], ...] = ()  # held buffers parked in host memory during this round
     copied_in: int = 0  # bytes of the arguments copied back from host memory for this round (parked)
+    # bytes the device's allocator holds beyond the buffers at the round's peak: chunks handed out
+    # whole, requests rounded up (jaxstark.memory.pool; 0 where no pool is simulated: the CPU)
+    pool: int = 0
 
     @property
     def parked_bytes(self) -> int:
@@ -525,7 +529,8 @@ class RoundMemory:
 
     @property
     def total(self) -> int:
-        return self.resident_bytes + self.arguments + max(self.staging, self.outputs + self.temporaries - self.aliased)
+        adds = max(self.staging, self.outputs + self.temporaries - self.aliased)
+        return self.resident_bytes + self.arguments + adds + self.pool
 
 
 class _Executor:
@@ -670,17 +675,28 @@ class Planner(_Executor):
         self.on_host: dict[int, object] = {}  # id(array) -> a caller's trace in host memory (kept alive)
         self._devsets: dict[int | None, frozenset] = {}  # unit -> its devices (the schedule asks per round)
         self._memory: dict[int, tuple] = {}  # id(executable) -> (it, its memory_analysis()): one read each
+        # the device buffers' allocations and frees in the schedule's order, replayed through the
+        # allocator's pool as rounds are measured (jaxstark.memory.pool)
+        self._events: list[tuple] = []
+        self._replay = pool.Replay()
 
-    def hold(self, name: str, tree, table: int | None, *, until_end: bool = False) -> None:
+    def hold(self, name: str, tree, table: int | None, *, until_end: bool = False, made: bool = True) -> None:
+        """``made``: the arrays are not a round's outputs (those are allocated by its round event)."""
         for leaf_name, leaf in _named_leaves(name, tree):
             self.held[id(leaf)] = (leaf_name, leaf, table, until_end, _nbytes(leaf))
+            if made:
+                self._events.append(("alloc", id(leaf), _pooled(leaf)))
 
     def release(self, table: int) -> None:
-        self.held = {k: v for k, v in self.held.items() if v[2] != table or v[3]}
+        gone = [k for k, v in self.held.items() if v[2] == table and not v[3]]
+        for k in gone:
+            del self.held[k]
+            self._events.append(("free", k))
 
     def drop(self, tree) -> None:
         for x in jax.tree.leaves(tree):
-            self.held.pop(id(x), None)
+            if self.held.pop(id(x), None) is not None:
+                self._events.append(("free", id(x)))
 
     def devset(self, table: int | None) -> frozenset:
         if table not in self._devsets:
@@ -689,6 +705,7 @@ class Planner(_Executor):
 
     def from_host(self, trace) -> None:
         self.on_host[id(trace)] = trace
+        self._events = [e for e in self._events if e[:2] != ("alloc", id(trace))]  # it is not on the device
 
     def domain(self, table: int, log_n: int, blowup: int):
         host = self._host_domain(log_n, blowup)
@@ -749,13 +766,26 @@ class Planner(_Executor):
                 fixed += size
         resident = tuple(sorted(by_name.items()))
         extra = (tuple(sorted(on_host.items())), copied_in)
+        index = len(self._rounds) + len(self._pending)
         self._pending.append((table, name, exe, fresh, seconds, passed, resident, fixed, staging, extra))
-        self._measure(wait=False)
         # a fresh abstract value per dispatch: the buffers are tracked by identity, and one
         # executable (or one pending compile job) serves several dispatches
         out = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=s.sharding), exe.out_info)
         prefix = held_name(table, name)
-        self.hold(prefix, out, table)
+        self.hold(prefix, out, table, made=False)
+        copies, blocks = [], []  # host arrays copied in for the round; their row blocks in flight
+        for x, sh in zip(jax.tree.leaves(args), jax.tree.leaves(shardings), strict=True):
+            if id(x) in self.on_host or id(x) in parked_ids:
+                copies.append(((index, id(x)), _pooled(_sds(x, sh))))
+                lay = transfer.layout(x.shape, np.dtype(x.dtype).itemsize, transfer.platform(sh))
+                if lay is not None:
+                    block = jax.ShapeDtypeStruct((lay[0], x.shape[-1]), x.dtype, sharding=sh)
+                    blocks.append((_pooled(block), lay[1]))
+        outputs = [(id(x), _pooled(x, here)) for x in jax.tree.leaves(out)]
+        self._events.append(("round", index, copies, outputs, sorted(here, key=lambda d: d.id), blocks))
+        if self.park:  # a parked output leaves the device once the round is done
+            self._events += [("free", id(x)) for n, x in _named_leaves(prefix, out) if n in self.park]
+        self._measure(wait=False)
         trees = {f"{prefix}[0].{f}" for f in spec.trees} if spec is not None and axes is None else set()
         for leaf_name, leaf in _named_leaves(prefix, out):
             if _nbytes(leaf) >= PARK_MIN_BYTES:
@@ -793,16 +823,56 @@ class Planner(_Executor):
                     f"round {name!r}: XLA counts {counted:,} argument bytes of the {passed:,} passed -- it pruned "
                     "unused arguments, which stay alive on the device; jit the round with keep_unused=True"
                 )
+            temporaries = int(mem.temp_size_in_bytes)
+            excess = self._replayed(len(self._rounds), temporaries)
             self._rounds.append(
                 RoundMemory(
                     table, name, self.label(table), resident, counted, int(mem.output_size_in_bytes),
-                    int(mem.temp_size_in_bytes), int(mem.alias_size_in_bytes), fixed, staging, parked, copied_in,
+                    temporaries, int(mem.alias_size_in_bytes), fixed, staging, parked, copied_in, excess,
                 )
             )  # fmt: skip
             if fresh and (callback := PLANNING.get()) is not None:
                 unit = "all tables" if table is None else f"unit {table}"
                 callback(RoundEvent(len(self._rounds), 0, unit, name, self.label(table), self._rounds[-1].total,
                                     seconds, "plan"))  # fmt: skip
+
+    def _replayed(self, index: int, temporaries: int) -> int:
+        """Replay the buffer events up to round ``index`` (whose temporaries are now known)
+        through the devices' pools; the round's pool excess (:attr:`RoundMemory.pool`)."""
+        while self._events:
+            event = self._events.pop(0)
+            if event[0] == "alloc":
+                self._replay.allocate(event[1], event[2])
+            elif event[0] == "free":
+                self._replay.free(event[1])
+            else:
+                _, at, copies, outputs, devices, blocks = event
+                if at != index:
+                    raise RuntimeError(f"planner: round {at} replayed where round {index} was measured")
+                temps = {d: temporaries for d in devices if _has_pool(d)}
+                return self._replay.round(index, copies, outputs, temps, blocks)
+        raise RuntimeError(f"planner: round {index} measured before it was planned")
+
+
+def _has_pool(device: jax.Device) -> bool:
+    """Whether ``device``'s buffers come from XLA's pool allocator (a GPU under JAX's default
+    allocator), which :mod:`jaxstark.memory.pool` simulates."""
+    return device.platform != "cpu" and os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "").strip().lower() in (
+        "",
+        "default",
+        "bfc",
+    )
+
+
+def _pooled(x, devices=()) -> dict:
+    """``{device: bytes}`` of array ``x`` on each device with a simulated pool (empty for a host
+    array or a CPU device); ``devices``: where an abstract ``x`` without a sharding lives (a
+    round's outputs, known before its program is compiled, on its one device)."""
+    sharding = getattr(x, "sharding", None)
+    if not hasattr(x, "shape") or (sharding is None and not devices):
+        return {}
+    nbytes = _nbytes(x)
+    return {d: nbytes for d in (devices if sharding is None else sharding.device_set) if _has_pool(d)}
 
 
 class Runner(_Executor):

@@ -3,8 +3,10 @@
 For each table and each round the plan lists the buffers still held from earlier rounds (by
 name: the caller's trace, the domain tables, LDEs, trees, ...) and XLA's own figures for the
 round's executable (arguments, outputs, temporaries, aliased), compiled for the device the table
-will run on. The sum is the round's **device set**; the largest over the whole proof is the
-**peak**, and the round where it occurs is the **binding** round.
+will run on; on a GPU, also what the allocator's chunks hold beyond those buffers (a free chunk
+less than twice a request is handed out whole), from a replay of the proof's buffers through a
+simulated pool (:mod:`jaxstark.memory.pool`). The sum is the round's **device set**; the largest
+over the whole proof is the **peak**, and the round where it occurs is the **binding** round.
 
 Admission (:meth:`Plan.admit`, called by :func:`jaxstark.prove` before any dispatch):
 
@@ -177,10 +179,14 @@ class Plan:
         out["round arguments"] = r.arguments
         if r.copy_in_binds:  # before the round runs
             out["host trace blocks in flight (copied in before the round)"] = r.staging
+            if r.pool:
+                out["allocator's chunks beyond the buffers"] = r.pool
             return out
         out.update({"round outputs": r.outputs, "round temporaries": r.temporaries})
         if r.aliased:
             out["aliased (counted twice above)"] = -r.aliased
+        if r.pool:
+            out["allocator's chunks beyond the buffers"] = r.pool
         return out
 
     def to_dict(self) -> dict:
@@ -192,7 +198,7 @@ class Plan:
         rounds = [
             dict(unit=r.table, round=r.name, device=r.device, terms=self.terms(r), held_before=r.resident_bytes,
                  arguments=r.arguments, outputs=r.outputs, temporaries=r.temporaries, aliased=r.aliased,
-                 staging=r.staging, parked_on_host=r.parked_bytes, copied_in=r.copied_in, total=r.total)
+                 staging=r.staging, parked_on_host=r.parked_bytes, copied_in=r.copied_in, pool=r.pool, total=r.total)
             for r in self.rounds
         ]  # fmt: skip
         return dict(
