@@ -7,7 +7,9 @@ absorb them.
 On the CPU the sums run over blocks of :data:`OOD_BLOCK_ROWS` coefficients one after another
 (:func:`row_blocks`): each block is evaluated with the powers ``1 .. x^(B-1)`` of one table and
 scaled by ``x^(jB)``, so the round holds one block's products instead of every coefficient's
-(the field sum is the same, in any order). On an accelerator the whole sum is one piece.
+(the field sum is the same, in any order). On a CUDA device the sums are one kernel pass over
+each coefficient matrix (:mod:`jaxstark.kernels.ood`: each block of rows forms its own powers,
+nothing of size n is held besides the coefficients); elsewhere, one ``jnp`` piece.
 
 Keeps: the evaluations (DEEP, proof). Drops: the trace, aux and part coefficients.
 """
@@ -22,8 +24,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, UInt64
 
+from jaxstark import kernels
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
+from jaxstark.kernels import ood as ood_kernel
+from jaxstark.kernels import switch
 from jaxstark.poly import _evaluate_powers
 from jaxstark.protocol import fiat_shamir as fs
 from jaxstark.transcript import Transcript
@@ -38,6 +43,33 @@ def row_blocks(n: int, platform: str) -> int:
     sums one after another: on the CPU blocks of :data:`OOD_BLOCK_ROWS` (or one, below that);
     elsewhere 1."""
     return max(1, n // OOD_BLOCK_ROWS) if platform == "cpu" else 1
+
+
+def _times_w(a: Array, j: int) -> Array:
+    """``a w^j`` in GF(p^3) = GF(p)[w] / (w^3 - 2), for ``j`` in 0..2 (coordinates rotate, the
+    wrapped ones doubled)."""
+    for _ in range(j):
+        a = jnp.stack([gl._add(a[..., 2], a[..., 2]), a[..., 0], a[..., 1]], axis=-1)
+    return a
+
+
+def _kernel_evaluations(trace, aux, parts, *, z, zg):
+    """The round's evaluations by :func:`jaxstark.kernels.ood.evaluate`: base columns directly;
+    an extension column ``a0 + a1 w + a2 w^2`` as its three base columns, ``sum_j w^j a_j(x)``."""
+    both = jnp.stack([z, zg])
+
+    def extension(coeffs, points):  # (n, E, 3) -> (E, K, 3)
+        n, e = coeffs.shape[:2]
+        s = ood_kernel.evaluate(coeffs.reshape(n, 3 * e), points, interpret=kernels.interpret())
+        s = s.reshape(e, 3, *s.shape[1:])
+        return gl._add(gl._add(s[:, 0], _times_w(s[:, 1], 1)), _times_w(s[:, 2], 2))
+
+    t = ood_kernel.evaluate(trace, both, interpret=kernels.interpret())
+    out = [t[:, 0], t[:, 1], extension(parts, z[None])[:, 0]]
+    if aux is None:
+        return (*out, jnp.zeros((0, 3), jnp.uint64), jnp.zeros((0, 3), jnp.uint64))
+    a = extension(aux, both)
+    return (*out, a[:, 0], a[:, 1])
 
 
 class OutOfDomain(eqx.Module):
@@ -81,8 +113,9 @@ def out_of_domain(
             return (*out, jnp.zeros((0, 3), jnp.uint64), jnp.zeros((0, 3), jnp.uint64))
         return (*out, _evaluate_powers(aux, xz, True), _evaluate_powers(aux, xzg, True))
 
-    if blocks == 1:
-        values = evaluations(trace_coeffs, ext_aux, parts_coeffs)
+    if blocks == 1:  # on a CUDA device: one pass of the kernel over each coefficient matrix
+        values = switch(evaluations, functools.partial(_kernel_evaluations, z=z, zg=zg), trace_coeffs, ext_aux,
+                        parts_coeffs)  # fmt: skip
     else:  # block j's sums times x^(j rows), added up block after block
         step = fext._mul(both[-1], jnp.stack([z, zg]))  # z^rows, (z w)^rows
 
