@@ -13,11 +13,11 @@ with the first. Sources, in order of precedence:
 
    * preallocated (JAX's default: one region reserved up front): ``HEADROOM`` = 0.9. A proof
      planned at 80, 90, 95, 98 and 100% of the limit ran every time (measured peak 96% of the
-     limit); the remaining 10% covers what the plan does not see -- the allocator handing out
-     a free chunk larger than the request (measured up to +192 MiB at the trace commit), plan
-     error (the planner is within +8 / -5% of the measured peak from 0.5 GiB up) and XLA's
-     compile-time autotuning scratch (up to 2 GiB, while planning, before the proof's buffers
-     exist);
+     limit); the remaining 10% covers what the plan does not see -- the small arrays the host
+     code makes between rounds, plan error and XLA's compile-time autotuning scratch (up to
+     2 GiB, while planning, before the proof's buffers exist). Chunks the allocator hands out
+     larger than their request (measured up to +192 MiB at the trace commit) are counted by the
+     plan since it replays the proof's buffers through a simulated pool (:mod:`.pool`);
    * growing on demand (``XLA_PYTHON_CLIENT_PREALLOCATE=false``) or the platform allocator:
      ``HEADROOM_GROWTH`` = 0.7. Regions are allocated one by one and a large buffer needs one
      contiguous region: the same proof ran at 50, 60 and 70% of the limit and ran out of memory
