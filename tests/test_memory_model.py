@@ -67,7 +67,7 @@ def test_held_arguments_and_outputs_are_exact(backend, monkeypatch):
 
 
 def test_peak_within_twenty_percent_of_xla_on_the_grid(monkeypatch):
-    """(The GPU fit is looser: test_gpu_peak_within_thirty_one_percent_of_xla_on_the_grid.) The CPU
+    """(The GPU fit is looser: test_gpu_peak_within_thirty_five_percent_of_xla_on_the_grid.) The CPU
     grid was recorded again on 2026-12-03 (a 2-core AMD EPYC), after the plain-jnp Merkle tree
     began hashing 4096 leaves at a time: its working set no longer grows with L, which the
     features "Lb*c", "Lb*a", "Lb*P" describe (benchmarks/RESULTS.md)."""
@@ -88,12 +88,12 @@ def test_peak_within_twenty_percent_of_xla_on_the_grid(monkeypatch):
     assert abs(worst[1]) <= 0.20, f"{backend} ({meta['device']}): worst shape {worst[0]} off by {worst[1]:+.1%}"
 
 
-def test_gpu_peak_within_thirty_one_percent_of_xla_on_the_grid(monkeypatch):
-    """The GPU grid (an H100, recorded 2026-12-06; no GPU needed): the peak within 31% of XLA's on
-    every shape, the held-out ones included -- loose where the composition binds, since how many
-    per-column constraint values XLA:GPU keeps live follows no law of the shape (FIT_QUALITY) --
-    and the rounds whose temporaries do follow it held closer: out-of-domain within 7%, DEEP
-    within 14%."""
+def test_gpu_peak_within_thirty_five_percent_of_xla_on_the_grid(monkeypatch):
+    """The GPU grid (an H100, recorded 2026-12-06 with the out-of-domain kernel; no GPU needed): the
+    peak within 35% of XLA's on every shape, the held-out ones included -- loose where the
+    composition binds, since how many per-column constraint values XLA:GPU keeps live follows
+    no law of the shape (FIT_QUALITY) -- and the rounds whose temporaries do follow it held
+    closer: out-of-domain within 1% (the kernel holds a few small tables), DEEP within 14%."""
     backend = "gpu"
     meta, data = recorded(backend, monkeypatch)
     held_out = [e for e in data if e["kind"] == "check"]
@@ -102,7 +102,7 @@ def test_gpu_peak_within_thirty_one_percent_of_xla_on_the_grid(monkeypatch):
     assert {s[0] for s in shapes} >= {12, 16, 20, 22} and {s[3] for s in shapes} >= {2, 4}
     assert max(s[1] for s in shapes) >= 600 and min(s[1] for s in shapes) <= 2
     assert any(s[2] for s in shapes) and any(not s[2] for s in shapes)  # with and without aux
-    bounds = {"out-of-domain": 0.07, "DEEP": 0.14}
+    bounds = {"out-of-domain": 0.01, "DEEP": 0.14}
     errors, rounds = {}, {name: (0.0, None) for name in bounds}
     for entry in data:
         m = modelled(entry, backend)
@@ -113,7 +113,7 @@ def test_gpu_peak_within_thirty_one_percent_of_xla_on_the_grid(monkeypatch):
             if name in bounds and abs(r.total / xla[r.name] - 1) > abs(rounds[name][0]):
                 rounds[name] = (r.total / xla[r.name] - 1, tuple(entry["shape"]))
     worst = max(errors.items(), key=lambda kv: abs(kv[1]))
-    assert abs(worst[1]) <= 0.31, f"{backend} ({meta['device']}): worst shape {worst[0]} off by {worst[1]:+.1%}"
+    assert abs(worst[1]) <= 0.35, f"{backend} ({meta['device']}): worst shape {worst[0]} off by {worst[1]:+.1%}"
     for name, bound in bounds.items():
         off, shape = rounds[name]
         assert abs(off) <= bound, f"{backend}: {name} of {shape} off by {off:+.1%}"
