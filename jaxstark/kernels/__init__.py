@@ -13,8 +13,8 @@ so a trace made for one platform is never reused for another.
 
 ``JAXSTARK_KERNELS`` (read once, at import) chooses the posture:
 
-* ``auto`` (default): the kernels on CUDA devices (NTT passes and Merkle trees), ``jnp``
-  elsewhere;
+* ``auto`` (default): the kernels on CUDA devices (NTT passes, Merkle trees, the
+  out-of-domain sums), ``jnp`` elsewhere;
 * ``jnp``: never use the kernels (the baseline the benchmarks compare against);
 * ``interpret``: run every kernel everywhere, in Pallas' interpreter off the GPU -- slow, for
   testing the kernels' logic on a CPU at small sizes.
@@ -22,7 +22,8 @@ so a trace made for one platform is never reused for another.
 Modules: :mod:`.ntt` (radix-2^r butterfly passes along the row axis), :mod:`.field_ptx`
 (Goldilocks arithmetic as inline PTX for compiled kernels), :mod:`.merkle` (leaf hashing and
 fused tree levels, generic over an element-wise hash), :mod:`.blake3`, :mod:`.keccak`,
-:mod:`.poseidon2` (the hashes in element-wise form).
+:mod:`.poseidon2` (the hashes in element-wise form), :mod:`.ood` (columns of coefficients
+evaluated at extension points in one pass).
 """
 
 from __future__ import annotations
