@@ -1,6 +1,6 @@
 """The out-of-domain kernel (jaxstark.kernels.ood) against the jnp sums it replaces, bit for bit:
-in Pallas' interpreter on the CPU at small sizes, through the Triton lowering (no GPU needed),
-and the round's two paths on a GPU at full size."""
+in Pallas' interpreter on the CPU at small sizes (and the round's kernel path there), through the
+Triton lowering (no GPU needed), and compiled on a GPU at full size."""
 
 import jax
 import jax.numpy as jnp
@@ -49,6 +49,8 @@ def test_the_sums_are_the_polynomials_by_definition():
 @pytest.mark.parametrize(
     ("log_n", "cols", "k", "tiling"),
     [
+        (0, 2, 2, ko.Tiling()),  # one row
+        (1, 3, 1, ko.Tiling()),
         (4, 1, 1, ko.Tiling(rows=16)),  # one block
         (8, 13, 2, ko.Tiling(rows=64)),  # columns overhanging a block of 16
         (9, 17, 2, ko.Tiling(rows=128, block_cols=8)),  # three column blocks, the last overhanging
@@ -68,6 +70,8 @@ def test_bad_points_or_rows_are_refused_by_name():
     m = jnp.zeros((64, 2), jnp.uint64)
     with pytest.raises(ValueError, match="points must be"):
         ko.evaluate(m, jnp.zeros((3, 3), jnp.uint64), interpret=True)
+    with pytest.raises(ValueError, match="rows must be 1 to 2"):
+        ko.evaluate(jnp.zeros((0, 2), jnp.uint64), jnp.zeros((1, 3), jnp.uint64), interpret=True)
     with pytest.raises(ValueError, match="multiple of the block"):
         ko.evaluate(jnp.zeros((96, 2), jnp.uint64), jnp.zeros((1, 3), jnp.uint64), interpret=True,
                     tiling=ko.Tiling(rows=64))  # fmt: skip

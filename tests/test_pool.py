@@ -3,6 +3,7 @@ slow twin on random sequences, and the planner's use of it."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import random
 from pathlib import Path
@@ -188,3 +189,33 @@ def test_the_planner_adds_the_chunks_it_replays_to_each_round(monkeypatch):
     assert (first.pool, second.pool) == (slack(first.temporaries), 8192 + slack(second.temporaries))
     for a, b in zip(plain, pooled, strict=True):
         assert b.total == a.total + b.pool
+
+
+def test_a_host_trace_whose_width_is_a_numpy_integer_is_replayed(monkeypatch):
+    """Shapes may hold numpy integers (an AIR's width may be one): the replay counts them as ints."""
+    monkeypatch.setattr(executor, "_has_pool", lambda device: True)
+    executor.clear_caches()
+    cpu = jax.devices("cpu")[0]
+    planner = executor.Planner({0: cpu}, cpu)
+    host = jax.ShapeDtypeStruct((1024, np.int64(8)), jnp.uint64)
+    planner.hold("host", host, 0)
+    planner.from_host(host)
+    planner.run(0, "sum", jax.jit(lambda h: h.sum(axis=0), keep_unused=True), (host,), {})
+    (r,) = planner.rounds  # the copy (64 KiB) and the 64-byte output: only the temporaries' rounding
+    assert r.pool == (rounded(r.temporaries) - r.temporaries if r.temporaries else 0) + 256 - 64
+
+
+def test_the_plans_table_shows_the_chunks_column_only_where_there_are_chunks(monkeypatch):
+    import jaxstark as js
+    from jaxstark.examples import EXAMPLES
+
+    plan_module = importlib.import_module("jaxstark.memory.plan")  # the module (jaxstark.memory.plan is the function)
+
+    air, trace, _ = EXAMPLES["fibonacci"](5)
+    config = js.StarkConfig(blowup=2, num_queries=8, grinding_bits=0)
+    assert "chunks over" not in str(js.plan(air, np.asarray(trace), config))
+    monkeypatch.setattr(executor, "_has_pool", lambda device: True)
+    monkeypatch.setattr(plan_module, "_PLANS", {})  # planned again, not the plan of the same shapes above
+    plan = js.plan(air, np.asarray(trace), config)
+    assert "chunks over" in str(plan) and all(r.pool > 0 for r in plan.rounds)  # rounding at least
+    assert all(plan.to_dict()["rounds"][i]["pool"] == r.pool for i, r in enumerate(plan.rounds))

@@ -95,6 +95,8 @@ def evaluate(
     k = points.shape[0]
     if not 1 <= k <= 2 or points.shape != (k, 3):
         raise ValueError(f"ood.evaluate: points must be (K, 3) with K in 1..2, got {points.shape}")
+    if not 1 <= n <= 1 << 32:  # the sums of the halves are exact up to 2^32 terms
+        raise ValueError(f"ood.evaluate: the rows must be 1 to 2^32, got {n}")
     rows = min(tiling.rows, n)
     if n % rows or rows & (rows - 1):
         raise ValueError(f"ood.evaluate: the rows ({n}) must be a multiple of the block's {rows}, a power of two")

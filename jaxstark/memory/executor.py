@@ -680,12 +680,13 @@ class Planner(_Executor):
         self._events: list[tuple] = []
         self._replay = pool.Replay()
 
-    def hold(self, name: str, tree, table: int | None, *, until_end: bool = False, made: bool = True) -> None:
-        """``made``: the arrays are not a round's outputs (those are allocated by its round event)."""
+    def hold(self, name: str, tree, table: int | None, *, until_end: bool = False, outputs: bool = False) -> None:
+        """``outputs``: the arrays are a round's outputs, allocated by its round event; any other
+        array is allocated here, on the unit's devices unless it says where it is."""
         for leaf_name, leaf in _named_leaves(name, tree):
             self.held[id(leaf)] = (leaf_name, leaf, table, until_end, _nbytes(leaf))
-            if made:
-                self._events.append(("alloc", id(leaf), _pooled(leaf)))
+            if not outputs:
+                self._events.append(("alloc", id(leaf), _pooled(leaf, self.devset(table))))
 
     def release(self, table: int) -> None:
         gone = [k for k, v in self.held.items() if v[2] == table and not v[3]]
@@ -772,7 +773,7 @@ class Planner(_Executor):
         # executable (or one pending compile job) serves several dispatches
         out = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=s.sharding), exe.out_info)
         prefix = held_name(table, name)
-        self.hold(prefix, out, table, made=False)
+        self.hold(prefix, out, table, outputs=True)
         copies, blocks = [], []  # host arrays copied in for the round; their row blocks in flight
         for x, sh in zip(jax.tree.leaves(args), jax.tree.leaves(shardings), strict=True):
             if id(x) in self.on_host or id(x) in parked_ids:
@@ -857,21 +858,19 @@ class Planner(_Executor):
 def _has_pool(device: jax.Device) -> bool:
     """Whether ``device``'s buffers come from XLA's pool allocator (a GPU under JAX's default
     allocator), which :mod:`jaxstark.memory.pool` simulates."""
-    return device.platform != "cpu" and os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "").strip().lower() in (
-        "",
-        "default",
-        "bfc",
-    )
+    allocator = os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "").strip().lower()
+    return device.platform == "gpu" and allocator in ("", "default", "bfc")
 
 
 def _pooled(x, devices=()) -> dict:
     """``{device: bytes}`` of array ``x`` on each device with a simulated pool (empty for a host
     array or a CPU device); ``devices``: where an abstract ``x`` without a sharding lives (a
-    round's outputs, known before its program is compiled, on its one device)."""
+    round's outputs, known before its program is compiled, on its one device; the unit's
+    devices for what the schedule holds)."""
     sharding = getattr(x, "sharding", None)
     if not hasattr(x, "shape") or (sharding is None and not devices):
         return {}
-    nbytes = _nbytes(x)
+    nbytes = int(_nbytes(x))  # a shape may hold numpy integers (an AIR's width)
     return {d: nbytes for d in (devices if sharding is None else sharding.device_set) if _has_pool(d)}
 
 

@@ -361,7 +361,9 @@ class Plan:
         lines.append(self.trace_residency())
         lines.append(self.held_strategy())
         lines += self.cost_lines()
-        cols = ("held before", "arguments", "outputs", "temporaries", "device set")
+        pooled = any(r.pool for r in self.rounds)  # the allocator's chunks beyond the buffers (a GPU)
+        cols = ("held before", "arguments", "outputs", "temporaries") + (("chunks over",) if pooled else ())
+        cols += ("device set",)
         head = f"{'table':>5} {'round':18}" + "".join(f" {c:>12}" for c in cols)
         lines += [head, "-" * len(head)]
         b = self.binding
@@ -369,7 +371,8 @@ class Plan:
             mark = "  <- copy-in binds" if r.copy_in_binds else ""
             mark += "  <- binding" if r is b else ""
             t = "all" if r.table is None else str(r.table)
-            values = (r.resident_bytes, r.arguments, r.outputs, r.temporaries, r.total)
+            values = (r.resident_bytes, r.arguments, r.outputs, r.temporaries) + ((r.pool,) if pooled else ())
+            values += (r.total,)
             lines.append(f"{t:>5} {r.name:18}" + "".join(f" {_size(v):>12}" for v in values) + mark)
         verdict = "fits" if self.fits else "DOES NOT FIT"
         where = "all tables" if b.table is None else f"table {b.table}"

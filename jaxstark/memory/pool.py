@@ -141,14 +141,16 @@ class Replay:
         first, as XLA orders them -- then ``temporaries`` (``{device: bytes}``, one allocation);
         the temporaries and copies are freed when it ends. ``blocks``: ``({device: bytes},
         count)`` per copy brought in by row blocks (:func:`jaxstark.transfer.put`): that many
-        blocks are allocated after the copies and freed before the round runs. Returns, of the
-        round's devices, the most their chunks hold beyond their buffers at the round's peak:
-        after its last allocation, or with the blocks in flight where that holds more."""
+        blocks are allocated after the copies and freed before the round runs. Returns what the
+        chunks of the round's device that holds the most hold beyond their buffers at the
+        round's peak: after its last allocation, or with the blocks in flight where that holds
+        more."""
         devices = list(temporaries)
 
-        def moment() -> tuple[int, int]:  # (the most in use, the most excess) over the round's devices
-            pools = [self.pools[d] for d in devices if d in self.pools]
-            return max((p.in_use for p in pools), default=0), max((p.excess for p in pools), default=0)
+        def moment() -> tuple[int, int]:  # (in use, excess) of the round's device that holds the most
+            return max(
+                ((self.pools[d].in_use, self.pools[d].excess) for d in devices if d in self.pools), default=(0, 0)
+            )
 
         for key, sizes in copies:
             self.allocate(key, sizes)
