@@ -219,3 +219,38 @@ def test_the_plans_table_shows_the_chunks_column_only_where_there_are_chunks(mon
     plan = js.plan(air, np.asarray(trace), config)
     assert "chunks over" in str(plan) and all(r.pool > 0 for r in plan.rounds)  # rounding at least
     assert all(plan.to_dict()["rounds"][i]["pool"] == r.pool for i, r in enumerate(plan.rounds))
+
+
+def _check_pool():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "check_pool.py"
+    spec = importlib.util.spec_from_file_location("check_pool", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_check_pool_reads_the_allocators_log_and_finds_what_differs():
+    """``benchmarks/check_pool.py`` (run on a GPU after a jax upgrade): its reading of the
+    allocator's log lines -- the device pool's results and freed addresses, not the requests,
+    the stack-trace lines or the host pool's -- and its replay, which names what differs."""
+    check = _check_pool()
+    log = "\n".join([
+        "I1206 11:47:51.290 815 bfc_allocator.cc:333] AllocateRaw GPU_0_bfc 16785408 alignment=64",
+        "I1206 11:47:51.290 815 bfc_allocator.cc:387] AllocateRaw GPU_0_bfc  16785408 0x302000000",
+        "I1206 11:47:51.290 815 bfc_allocator.cc:388] [mem-debug] AllocateRaw,GPU_0_bfc,16785408,0x302000000,*** Begin",
+        "I1206 11:47:51.318 815 bfc_allocator.cc:387] AllocateRaw GPU_0_bfc  16777224 0x303002000",
+        "I1206 11:48:00.814 741 bfc_allocator.cc:387] AllocateRaw xla_gpu_host_bfc  1048576 0x8f2800000",
+        "I1206 11:47:51.327 815 bfc_allocator.cc:965] [mem-debug] DeallocateRaw,GPU_0_bfc,16777224,0x303002000,***",
+        "I1206 11:47:51.327 815 bfc_allocator.cc:387] AllocateRaw GPU_0_bfc  8 0x303002000",
+        check.MARK + json.dumps(dict(what="round", round="trace commit", in_use=16785664, peak=33562880)),
+    ])  # fmt: skip
+    evs = check.events(log)
+    assert evs == [["a", 16785408, 0], ["a", 16777224, 0x1002000], ["f", 0x1002000], ["a", 8, 0x1002000],
+                   ["m", "trace commit", 16785664, 33562880]]  # fmt: skip
+    assert check.replay(evs) == []
+    wrong = check.replay([*evs[:3], ["a", 8, 0x2000000], ["m", "fork", 1, 2]])
+    assert len(wrong) == 2 and "allocation 3 of 8 B at 0x1002000" in wrong[0] and "after fork" in wrong[1]
+    doc = json.loads((DATA / "bfc_alu_18_2.json").read_text())
+    assert check.replay(doc["events"]) == []
