@@ -254,3 +254,61 @@ def test_check_pool_reads_the_allocators_log_and_finds_what_differs():
     assert len(wrong) == 2 and "allocation 3 of 8 B at 0x1002000" in wrong[0] and "after fork" in wrong[1]
     doc = json.loads((DATA / "bfc_alu_18_2.json").read_text())
     assert check.replay(doc["events"]) == []
+
+
+def test_the_replay_holds_exactly_what_the_plan_counts(monkeypatch):
+    """At each round's peak the replayed buffers ask for the round's device set (without the
+    chunks' excess): every held table, copy, output and temporary of the schedule is in the
+    replay, and nothing else -- with parked and recomputed buffers, two tables with a LogUp bus
+    on one device, and groups of row chunks. (XLA also counts its output tuples' index tables, 8 bytes
+    an output, which are no buffers of their own: up to 1 KiB.)"""
+    import jaxstark as js
+    from jaxstark.examples import EXAMPLES
+    from tests import attacks
+
+    plan_module = importlib.import_module("jaxstark.memory.plan")
+    monkeypatch.setattr(executor, "_has_pool", lambda device: True)
+    monkeypatch.setattr(executor, "PARK_MIN_BYTES", 0)
+    planners, allocate, replayed = [], Replay.allocate, executor.Planner._replayed
+
+    def allocate_noting(self, key, sizes):  # what the round's device asks for once its temporaries are in
+        allocate(self, key, sizes)
+        if isinstance(key, tuple) and key[0] == "temporaries":
+            self.asked = max((p.requested for d, p in self.pools.items() if d in sizes), default=0)
+
+    def replayed_noting(self, index, temporaries):
+        if not hasattr(self, "asked_at"):
+            self.asked_at = {}
+            planners.append(self)
+        excess = replayed(self, index, temporaries)
+        self.asked_at[index] = self._replay.asked
+        return excess
+
+    monkeypatch.setattr(Replay, "allocate", allocate_noting)
+    monkeypatch.setattr(executor.Planner, "_replayed", replayed_noting)
+    small = dict(blowup=2, num_queries=8, grinding_bits=2, fri_final_degree=4)  # tests/test_memory.py's
+    air, trace, _ = EXAMPLES["fibonacci"](5)
+    keep = js.plan(air, np.asarray(trace), js.StarkConfig(**small)).peak
+    alu, alu_trace, _ = EXAMPLES["alu"](8)
+    cases = [
+        (air, np.asarray(trace), js.StarkConfig(**small, vram_budget_mb=0.8 * keep / MIB, held_strategies=("park",))),
+        (
+            air,
+            np.asarray(trace),
+            js.StarkConfig(**small, vram_budget_mb=0.8 * keep / MIB, held_strategies=("recompute",)),
+        ),  # fmt: skip
+        ([(a, t) for a, t, _ in attacks.bus_tables()], None, attacks.CFG),  # two tables with a LogUp bus
+        (alu, jnp.asarray(alu_trace), js.StarkConfig(**small, max_chunk_rows_log2=5)),
+    ]
+    ways = set()
+    for tables, rows, config in cases:
+        monkeypatch.setattr(plan_module, "_PLANS", {})
+        planners.clear()
+        p = js.plan(tables, rows, config)
+        ways |= {w for w, x in (("park", p.parked), ("recompute", p.recomputed), ("chunks", any(p.chunks))) if x}
+        ways |= {"tables"} if len(p.tables) > 1 else set()
+        assert planners
+        for planner in planners:
+            for i, r in enumerate(planner._rounds):
+                assert 0 <= r.total - r.pool - planner.asked_at[i] <= 1024, (r.name, r.table)
+    assert ways == {"park", "recompute", "chunks", "tables"}
