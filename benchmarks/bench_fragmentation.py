@@ -19,18 +19,12 @@ import sys
 
 def one(spec: str) -> None:
     import jax
-    import numpy as np
+    from common import memory_shape
 
     import jaxstark as js
-    from jaxstark.examples import EXAMPLES, wide_example
     from jaxstark.memory import executor
 
-    name, log_n, blowup, *width = spec.split(":")
-    log_n, blowup = int(log_n), int(blowup)
-    with jax.default_device(jax.devices("cpu")[0]):
-        air, trace, public = wide_example(log_n, width=int(width[0])) if width else EXAMPLES[name](log_n)
-        trace = np.asarray(trace)
-    config = js.StarkConfig(blowup=blowup, num_queries=40, grinding_bits=16, fri_final_degree=64)
+    air, trace, public, config = memory_shape(spec)
     dev = jax.devices()[0]
     if "bytes_in_use" not in (dev.memory_stats() or {}):
         raise SystemExit(f"{dev.platform} reports no allocator statistics: run this on a GPU")

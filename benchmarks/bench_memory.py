@@ -43,23 +43,14 @@ DEFAULT_SHAPES = (
 
 def child(spec: str, phase: str) -> dict:
     import jax
-    import numpy as np
+    from common import memory_shape
 
     import jaxstark as js
-    from jaxstark.examples import EXAMPLES, wide_example
 
-    name, log_n, blowup, *width = spec.split(":")
-    log_n, blowup = int(log_n), int(blowup)
-    cpu = jax.devices("cpu")[0]
-    with jax.default_device(cpu):
-        if name == "wide" and width:
-            air, trace, public = wide_example(log_n, width=int(width[0]))
-        else:
-            air, trace, public = EXAMPLES[name](log_n)
-        trace = np.asarray(trace)
-    config = js.StarkConfig(blowup=blowup, num_queries=40, grinding_bits=16, fri_final_degree=64)
+    air, trace, public, config = memory_shape(spec)
     dev = jax.devices()[0]
-    out = dict(spec=spec, rows=log_n, width=air.width, blowup=blowup, device=dev.device_kind, phase=phase)
+    out = dict(spec=spec, rows=int(spec.split(":")[1]), width=air.width, blowup=config.blowup,
+               device=dev.device_kind, phase=phase)  # fmt: skip
     t = time.perf_counter()
     plan = js.plan(air, trace, config)  # as js.prove will plan it: the numpy trace in host memory
     stats = dev.memory_stats() or {}

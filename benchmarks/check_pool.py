@@ -31,18 +31,15 @@ MARK = "@@pool "
 
 def child(spec: str) -> None:
     import jax
-    import numpy as np
+    from common import memory_shape
 
     import jaxstark as js
-    from jaxstark.examples import EXAMPLES, wide_example
     from jaxstark.memory import executor
 
-    name, log_n, blowup, *width = spec.split(":")
-    with jax.default_device(jax.devices("cpu")[0]):
-        made = wide_example(int(log_n), width=int(width[0])) if width else EXAMPLES[name](int(log_n))
-    air, trace, public = made[0], np.asarray(made[1]), made[2]
-    config = js.StarkConfig(blowup=int(blowup), num_queries=40, grinding_bits=16, fri_final_degree=64)
+    air, trace, public, config = memory_shape(spec)
     dev = jax.devices()[0]
+    if "bytes_in_use" not in (dev.memory_stats() or {}):
+        raise SystemExit(f"{dev.platform} reports no allocator statistics: run this on a GPU")
 
     def mark(what: str, **fields) -> None:
         sys.stdout.flush()

@@ -1,4 +1,5 @@
-"""Shared benchmark plumbing: timing, the device's copy bandwidth, the table and the JSON file."""
+"""Shared benchmark plumbing: timing, the device's copy bandwidth, the table and the JSON file,
+and the memory benchmarks' shapes."""
 
 from __future__ import annotations
 
@@ -67,3 +68,17 @@ def report(title: str, columns: list[tuple[str, str, str]], rows: list[dict], pa
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(dict(meta=meta, results=rows), indent=2))
+
+
+def memory_shape(spec: str):
+    """``(air, numpy trace, public inputs, config)`` of a memory benchmark's shape
+    ``example:log_rows:blowup[:width]`` (the width for ``wide``): the trace built on the CPU and
+    kept in host memory, 40 queries, 16 grinding bits, final degree 64."""
+    import jaxstark as js
+    from jaxstark.examples import EXAMPLES, wide_example
+
+    name, log_n, blowup, *width = spec.split(":")
+    with jax.default_device(jax.devices("cpu")[0]):
+        air, trace, public = wide_example(int(log_n), width=int(width[0])) if width else EXAMPLES[name](int(log_n))
+    config = js.StarkConfig(blowup=int(blowup), num_queries=40, grinding_bits=16, fri_final_degree=64)
+    return air, np.asarray(trace), public, config
