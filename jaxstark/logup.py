@@ -50,6 +50,7 @@ from jaxstark.errors import BusImbalance
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
 from jaxstark.field.val import Val
+from jaxstark.kernels.inverse import ext_batch_inv
 
 if TYPE_CHECKING:  # pragma: no cover
     from jaxstark.air import AIR
@@ -280,7 +281,7 @@ def build_aux(air: AIR, trace: jax.Array, beta: jax.Array, gamma: jax.Array) -> 
         nums.append(jnp.broadcast_to(mv, (n,)))
     d_all = jnp.stack(dens)
     degenerate = jnp.any(jnp.all(d_all == np.uint64(0), axis=-1))
-    fracs = fext._mul_base(fext._batch_inv(d_all), jnp.stack(nums))  # (K, n, 3)
+    fracs = fext._mul_base(ext_batch_inv(d_all), jnp.stack(nums))  # (K, n, 3)
 
     n_inv = np.uint64(pow(n, P - 2, P))
     columns, sums = [], []

@@ -131,8 +131,13 @@ def deep_numerators(dot_base: Callable, dot_ext: Callable, rows, parts_rows, aux
 
 def deep_value(x, z, zg, num_z, num_zg, inverse: Callable):
     """``D(x) = N_z(x) / (x - z) + N_zw(x) / (x - z w)``, where ``N_z = sum_t g_t (f_t(x) -
-    f_t(z))`` over the main, part and aux terms opened at ``z``, ``N_zw`` likewise at ``z w``."""
-    return num_z * inverse(x - z) + num_zg * inverse(x - zg)
+    f_t(z))`` over the main, part and aux terms opened at ``z``, ``N_zw`` likewise at ``z w``.
+
+    Formed as ``(N_z (x - z w) + N_zw (x - z)) / ((x - z) (x - z w))``: one ``inverse`` per point
+    instead of two (``z`` is outside the base field, so neither factor is zero at a base ``x``),
+    the same values."""
+    dz, dzg = x - z, x - zg
+    return (num_z * dzg + num_zg * dz) * inverse(dz * dzg)
 
 
 def fold_pair(a, b, x_inv, beta):

@@ -31,6 +31,7 @@ from jaxtyping import Array, UInt64
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
 from jaxstark.field.val import Val
+from jaxstark.kernels.inverse import ext_batch_inv
 from jaxstark.poly import sum_column_blocks
 from jaxstark.protocol import fiat_shamir as fs
 from jaxstark.protocol.algebra import deep_numerators, deep_value
@@ -73,7 +74,7 @@ def deep_combine(xs, trace_rows, aux_rows, parts_rows, ood: OutOfDomain, g_pows,
         lambda t, g: Val(_dot_base_ext(t, g), True), lambda h, g: Val(_dot_ext_ext(h, g), True),
         trace_rows, parts_rows, aux_rows, ood, g_pows,
     )  # fmt: skip
-    inverse = lambda d: Val(fext._batch_inv(d.v), True)  # noqa: E731
+    inverse = lambda d: Val(ext_batch_inv(d.v), True)  # noqa: E731
     return deep_value(Val(xs), Val(ood.z, True), Val(zg, True), num_z, num_zg, inverse).v
 
 
