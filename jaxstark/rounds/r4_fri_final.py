@@ -34,11 +34,12 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, Bool, UInt8, UInt64
 
+from jaxstark.field import goldilocks as gl
 from jaxstark.hash.interface import DIGEST_BYTES
 from jaxstark.lde import _interpolate_on_coset
 from jaxstark.ntt import _make_tables
 from jaxstark.protocol import fiat_shamir as fs
-from jaxstark.rounds.r4_fri_layer import FriStep, _commit_and_fold, _w_inv
+from jaxstark.rounds.r4_fri_layer import FriStep, _commit_and_fold, _w_inv, _x_inv
 from jaxstark.transcript import Transcript
 
 __all__ = ["FriCommitment", "fri_final"]
@@ -92,22 +93,24 @@ def _small_layers(f: Array, tr: Transcript, steps: FriStep, hash_name: str):
         jnp.asarray(leaf_at[:-1].astype(np.int32)),
         jnp.asarray(node_at[:-1].astype(np.int32)),
         steps.labels,
-        jnp.asarray(np.array([_w_inv(int(m)) for m in sizes], np.uint64)),
         steps.s_inv,
     )
     row = jnp.arange(size, dtype=jnp.int32)
     level_start = jnp.left_shift(1, 31 - lax.clz(jnp.maximum(row, 1)))  # 2^level of node `row`
+    # w_B^-t for t < B / 2, once: a layer of m = B / 2^j evaluations reads w_m^-t = w_B^-(t 2^j)
+    # (the padding's rows read any entry)
+    w_pows = _x_inv(_w_inv(size), np.uint64(1), size // 2)
+    half = jnp.arange(size // 2, dtype=jnp.int32)
 
     def layer(carry, x):
         tr, buf, leaf_buf, node_buf = carry
-        h, shift, leaf_off, node_off, labels, w_inv, s_inv = x
+        h, shift, leaf_off, node_off, labels, s_inv = x
         root_node = jnp.left_shift(np.int32(1), shift)
         first = buf[: size // 2]  # f[t] for t < h, then padding
         second = lax.dynamic_slice_in_dim(buf, h, size // 2)  # f[t + h] for t < h
+        x_inv = gl._mul(w_pows[jnp.left_shift(half, shift) & (size // 2 - 1)], s_inv)
         # the real tree is the padded tree's subtree of node root_node (the kernels build that alone)
-        tr, leaf, tree, folded = _commit_and_fold(
-            tr, first, second, (labels[0], labels[1]), w_inv, s_inv, hash_name, shift
-        )
+        tr, leaf, tree, folded = _commit_and_fold(tr, first, second, (labels[0], labels[1]), x_inv, hash_name, shift)
         # real node i at level l (i = 2^l + o) is padded node root_node * 2^l + o; row 0 and the
         # rows past the real tree's 2h (padding, overwritten by the next layer) read node 0, so
         # no row reads a node the kernels left unbuilt

@@ -119,16 +119,20 @@ def _fold(a: Array, b: Array, x_inv: Array, beta: Array) -> Array:
     return fold_pair(Val(a, True), Val(b, True), Val(x_inv), Val(beta, True)).v
 
 
-def _commit_and_fold(tr: Transcript, first, second, labels, w_inv, s_inv, hash_name: str, live_shift=None):
+def _x_inv(w_inv, s_inv, h: int) -> Array:
+    """``1 / x_t = s^-(2^k) w_m^-t`` for ``t < h`` (``w_inv = 1 / w_m``, ``s_inv = 1 / s^(2^k)``)."""
+    return gl._mul(gl._powers(jnp.asarray(w_inv), h), s_inv)
+
+
+def _commit_and_fold(tr: Transcript, first, second, labels, x_inv, hash_name: str, live_shift=None):
     """One FRI layer: leaves ``(first[t], second[t])``, their tree (its root node 1, or
     ``2^live_shift`` where that is given: the real tree is that node's subtree, the only part
-    the kernels build), absorb the root, draw ``beta``, fold. Returns the transcript, leaves,
-    tree and folded values."""
+    the kernels build), absorb the root, draw ``beta``, fold with ``x_inv`` (:func:`_x_inv`).
+    Returns the transcript, leaves, tree and folded values."""
     leaf = jnp.concatenate([first, second], axis=-1)  # (h, 6)
     tree = _build(leaf, hash_name, live_shift)
     root_node = 1 if live_shift is None else jnp.left_shift(np.int32(1), live_shift)
     tr, beta = fs.fri_layer(tr, labels, tree[root_node])
-    x_inv = gl._mul(gl._powers(jnp.asarray(w_inv), first.shape[0]), s_inv)
     return tr, leaf, tree, _fold(first, second, x_inv, beta)
 
 
@@ -140,5 +144,6 @@ def fri_layer(
     annotated transcript (which logs them by name); otherwise ``step.labels`` are used."""
     m = f.shape[0]
     labels = names if names is not None else (step.labels[0], step.labels[1])
-    tr, leaf, tree, folded = _commit_and_fold(tr, f[: m // 2], f[m // 2 :], labels, _w_inv(m), step.s_inv, hash_name)
+    x_inv = _x_inv(_w_inv(m), step.s_inv, m // 2)
+    tr, leaf, tree, folded = _commit_and_fold(tr, f[: m // 2], f[m // 2 :], labels, x_inv, hash_name)
     return FriLayer(leaf, tree, folded), tr
