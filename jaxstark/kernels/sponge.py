@@ -14,6 +14,12 @@ transcript's ``C``, tested equal to the ``jnp`` one bit for bit there). One prog
 of its word vectors is batch element ``j`` (padded to at least :data:`LANES` lanes); the blocks
 are read row by row inside the loop over them. The values are the compressions themselves, so
 they equal the ``jnp`` chain's bit for bit.
+
+Not yet the transcript's path: it has been checked in the interpreter (every hash, against the
+``jnp`` chain) and through the Triton lowering, not yet compiled and run on a GPU. Routing
+:class:`jaxstark.transcript.Transcript`'s tag, absorb and squeeze compressions through
+:func:`chain` behind :func:`jaxstark.kernels.switch` waits for that check (``pytest -m gpu
+tests/test_kernels_sponge.py``) and its timing.
 """
 
 from __future__ import annotations
