@@ -23,7 +23,8 @@ Modules: :mod:`.ntt` (radix-2^r butterfly passes along the row axis), :mod:`.fie
 (Goldilocks arithmetic as inline PTX for compiled kernels), :mod:`.merkle` (leaf hashing and
 fused tree levels, generic over an element-wise hash), :mod:`.blake3`, :mod:`.keccak`,
 :mod:`.poseidon2` (the hashes in element-wise form), :mod:`.ood` (columns of coefficients
-evaluated at extension points in one pass), :mod:`.inverse` (batch inversion in one launch).
+evaluated at extension points in one pass), :mod:`.inverse` (batch inversion in one launch),
+:mod:`.sponge` (a chain of compressions in one launch; not yet the transcript's path).
 """
 
 from __future__ import annotations
