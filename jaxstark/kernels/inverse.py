@@ -57,12 +57,11 @@ TILING = Tiling()
 def _invert(x_ref, o_ref, *, f: field_ptx.FieldOps):
     rows, cols = x_ref.shape
 
-    def load(r):
-        v = x_ref[pl.ds(r, 1), :]
+    def nonzero(v):  # a zero counts as one in the running products
         return jnp.where(v == _ZERO, _ONE, v)
 
     def forward(r, run):
-        run = f.mul(run, load(r))
+        run = f.mul(run, nonzero(x_ref[pl.ds(r, 1), :]))
         o_ref[pl.ds(r, 1), :] = run
         return run
 
@@ -79,7 +78,7 @@ def _invert(x_ref, o_ref, *, f: field_ptx.FieldOps):
         before = jnp.where(r > 0, o_ref[pl.ds(jnp.maximum(r - 1, 0), 1), :], _ONE)
         raw = x_ref[pl.ds(r, 1), :]
         o_ref[pl.ds(r, 1), :] = jnp.where(raw == _ZERO, _ZERO, f.mul(run, before))
-        return f.mul(run, jnp.where(raw == _ZERO, _ONE, raw))
+        return f.mul(run, nonzero(raw))
 
     lax.fori_loop(0, rows, backward, run)
 

@@ -25,6 +25,7 @@ tests/test_kernels_sponge.py``) and its timing.
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -64,9 +65,7 @@ def chain(
     if count < 1 or blocks.shape[-1] != DIGEST_BYTES or state.shape != (*batch, DIGEST_BYTES):
         raise ValueError(f"sponge.chain: expected state (*batch, 32) and blocks (count >= 1, *batch, 32), "
                          f"got {state.shape} and {blocks.shape}")  # fmt: skip
-    k = 1
-    for d in batch:
-        k *= d
+    k = math.prod(batch)
     lanes = max(LANES, 1 << (k - 1).bit_length())
     rows = 1 << (count * _W - 1).bit_length()  # the blocks' rows, padded to a power of two
 

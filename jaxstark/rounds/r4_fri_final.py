@@ -39,7 +39,7 @@ from jaxstark.hash.interface import DIGEST_BYTES
 from jaxstark.lde import _interpolate_on_coset
 from jaxstark.ntt import _make_tables
 from jaxstark.protocol import fiat_shamir as fs
-from jaxstark.rounds.r4_fri_layer import FriStep, _commit_and_fold, _w_inv, _x_inv
+from jaxstark.rounds.r4_fri_layer import FriStep, _commit_and_fold, _w_inv
 from jaxstark.transcript import Transcript
 
 __all__ = ["FriCommitment", "fri_final"]
@@ -99,7 +99,7 @@ def _small_layers(f: Array, tr: Transcript, steps: FriStep, hash_name: str):
     level_start = jnp.left_shift(1, 31 - lax.clz(jnp.maximum(row, 1)))  # 2^level of node `row`
     # w_B^-t for t < B / 2, once: a layer of m = B / 2^j evaluations reads w_m^-t = w_B^-(t 2^j)
     # (the padding's rows read any entry)
-    w_pows = _x_inv(_w_inv(size), np.uint64(1), size // 2)
+    w_pows = gl._powers(jnp.asarray(_w_inv(size)), size // 2)
     half = jnp.arange(size // 2, dtype=jnp.int32)
 
     def layer(carry, x):
