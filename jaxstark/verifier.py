@@ -442,7 +442,7 @@ def _openings(air: AIR, config: StarkConfig, log_n: int, a, ood, gamma, betas, i
     parts_rows = batch(a["parts_rows"]).reshape(q, parts, 3)
     aux_rows = batch(a["aux_rows"]).reshape(q, aux_cols, 3)
     claims = ood._replace(**{k: batch(v) for k, v in ood._asdict().items() if k != "z"})
-    num_z, num_zg = deep_numerators(_dot_base, _dot_ext, rows, parts_rows, aux_rows, claims, g_pows)
+    num_z, num_zg = deep_numerators(_dot_base, _dot_ext, lambda w: w, rows, parts_rows, aux_rows, claims, g_pows)
     z = HostVal(np.asarray(ood.z))
     zg = z * gl.root_of_unity(log_n)
     xs = lde_point(log_l, batch(idx))

@@ -112,20 +112,30 @@ def deep_weights(g_pows, c: int, parts: int, aux: int) -> tuple:
     return tuple(g_pows[at[i] : at[i + 1]] for i in range(5))
 
 
-def deep_numerators(dot_base: Callable, dot_ext: Callable, rows, parts_rows, aux_rows, ood, g_pows) -> tuple:
+def deep_numerators(dot_base: Callable, dot_ext: Callable, lift: Callable, rows, parts_rows, aux_rows, ood,
+                    g_pows) -> tuple:
     """``(N_z, N_zw)`` at the points whose opened values are ``rows`` (main, base ``(..., c)``),
     ``parts_rows`` and ``aux_rows`` (extension ``(..., P, 3)``, ``(..., a, 3)``), from the claims
     ``ood`` (``trace_z``, ``trace_zg``, ``parts_z``, ``aux_z``, ``aux_zg``: extension ``(k, 3)``):
     ``N_z = sum_t g_t (f_t(x) - f_t(z))`` over the main, part and aux terms, ``N_zw`` over the main
     and aux terms at ``z w``. ``dot_base(values, weights)`` and ``dot_ext(values, weights)`` are the
-    weighted sums over the last column axis, for the caller's representation."""
+    weighted sums over the last column axis, ``lift(weight)`` one weight as a value to multiply
+    by, for the caller's representation.
+
+    ``g_pows`` are the powers ``1, g, g^2, ...`` of the DEEP challenge, so a main column's weight
+    at ``z w`` is ``g^c = g_pows[c]`` times its weight at ``z`` (an aux column's ``g^a =
+    g_pows[a]`` times): each row's weighted sum of its main (aux) values is formed once, and the
+    one at ``z w`` is that times ``g^c`` (``g^a``) -- the same values as summing with the second
+    weights."""
     c, parts, a = len(ood.trace_z), len(ood.parts_z), len(ood.aux_z)
     g1, g2, g3, g4, g5 = deep_weights(g_pows, c, parts, a)
-    num_z = dot_base(rows, g1) + dot_ext(parts_rows, g3) - (dot_ext(ood.trace_z, g1) + dot_ext(ood.parts_z, g3))
-    num_zg = dot_base(rows, g2) - dot_ext(ood.trace_zg, g2)
+    main = dot_base(rows, g1)
+    num_z = main + dot_ext(parts_rows, g3) - (dot_ext(ood.trace_z, g1) + dot_ext(ood.parts_z, g3))
+    num_zg = main * lift(g_pows[c]) - dot_ext(ood.trace_zg, g2)
     if a:
-        num_z = num_z + dot_ext(aux_rows, g4) - dot_ext(ood.aux_z, g4)
-        num_zg = num_zg + dot_ext(aux_rows, g5) - dot_ext(ood.aux_zg, g5)
+        aux = dot_ext(aux_rows, g4)
+        num_z = num_z + aux - dot_ext(ood.aux_z, g4)
+        num_zg = num_zg + aux * lift(g_pows[a]) - dot_ext(ood.aux_zg, g5)
     return num_z, num_zg
 
 

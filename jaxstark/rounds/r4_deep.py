@@ -72,7 +72,7 @@ def deep_combine(xs, trace_rows, aux_rows, parts_rows, ood: OutOfDomain, g_pows,
     over the whole LDE."""
     num_z, num_zg = deep_numerators(
         lambda t, g: Val(_dot_base_ext(t, g), True), lambda h, g: Val(_dot_ext_ext(h, g), True),
-        trace_rows, parts_rows, aux_rows, ood, g_pows,
+        lambda w: Val(w, True), trace_rows, parts_rows, aux_rows, ood, g_pows,
     )  # fmt: skip
     inverse = lambda d: Val(ext_batch_inv(d.v), True)  # noqa: E731
     return deep_value(Val(xs), Val(ood.z, True), Val(zg, True), num_z, num_zg, inverse).v
