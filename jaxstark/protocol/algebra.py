@@ -112,8 +112,9 @@ def deep_weights(g_pows, c: int, parts: int, aux: int) -> tuple:
     return tuple(g_pows[at[i] : at[i + 1]] for i in range(5))
 
 
-def deep_numerators(dot_base: Callable, dot_ext: Callable, lift: Callable, rows, parts_rows, aux_rows, ood,
-                    g_pows) -> tuple:
+def deep_numerators(
+    dot_base: Callable, dot_ext: Callable, lift: Callable, rows, parts_rows, aux_rows, ood, g_pows
+) -> tuple:
     """``(N_z, N_zw)`` at the points whose opened values are ``rows`` (main, base ``(..., c)``),
     ``parts_rows`` and ``aux_rows`` (extension ``(..., P, 3)``, ``(..., a, 3)``), from the claims
     ``ood`` (``trace_z``, ``trace_zg``, ``parts_z``, ``aux_z``, ``aux_zg``: extension ``(k, 3)``):
