@@ -43,6 +43,7 @@ and verifier logs can be compared entry by entry.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import equinox as eqx
 import jax
@@ -51,10 +52,12 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, UInt8, UInt32, UInt64
 
+from jaxstark import kernels
 from jaxstark.field import goldilocks as gl
 from jaxstark.hash.encoding import bytes_to_words, words_to_bytes
 from jaxstark.hash.host import get_host_hash
 from jaxstark.hash.interface import DIGEST_BYTES, get_hash
+from jaxstark.kernels import sponge
 
 __all__ = ["Transcript", "HostTranscript", "LogEntry", "grind_batch", "encode_label"]
 
@@ -173,13 +176,26 @@ class Transcript(eqx.Module):
     def _compress(self, left: Array, right: Array) -> Array:
         return get_hash(self.hash_name).compress(left, right)
 
+    def _chain(self, state: Array, blocks: Array) -> Array:
+        """``state`` (``*batch`` digests) compressed with ``blocks`` (``count, *batch``) in turn:
+        one launch on a CUDA device (:func:`jaxstark.kernels.sponge.chain`), else a ``lax.scan``
+        of :meth:`_compress` (a single compression without the loop)."""
+
+        def reference(s, b):
+            if b.shape[0] == 1:
+                return self._compress(s, b[0])
+            return lax.scan(lambda s, b: (self._compress(s, b), None), s, b)[0]
+
+        kernel = functools.partial(sponge.chain, hash_name=self.hash_name, interpret=kernels.interpret())
+        return kernels.switch(reference, kernel, state, blocks)
+
     def text_digest(self, text: str) -> Array:
         """The hash of ``text`` (UTF-8), a 32-byte digest to absorb (e.g. a fingerprint)."""
         raw = jnp.asarray(np.frombuffer(text.encode("utf-8"), np.uint8)[None])
         return get_hash(self.hash_name).digest_bytes(raw)[0]
 
     def _absorb_tag(self, kind: str, label: Label, count) -> Transcript:
-        return dataclasses.replace(self, state=self._compress(self.state, _tag(kind, label, count)))
+        return dataclasses.replace(self, state=self._chain(self.state, _tag(kind, label, count)[None]))
 
     def _logged(self, label: Label, kind: str, value: Array) -> Transcript:
         if not self.annotated:
@@ -191,8 +207,7 @@ class Transcript(eqx.Module):
     def _absorb_blocks(self, kind: str, label: Label, count: int, blocks: Array, logged: Array) -> Transcript:
         _check_label(label)
         blocks = jnp.concatenate([_tag(kind, label, count)[None], blocks])  # the tag first, then the data
-        state, _ = lax.scan(lambda s, b: (self._compress(s, b), None), self.state, blocks)
-        return dataclasses.replace(self, state=state)._logged(label, kind, logged)
+        return dataclasses.replace(self, state=self._chain(self.state, blocks))._logged(label, kind, logged)
 
     def _squeeze(self, kind: str, label: Label, count: int, n_blocks: int) -> tuple[Transcript, Array]:
         """One batched compression from the current state: of the tag (the next state) and of
@@ -201,7 +216,7 @@ class Transcript(eqx.Module):
         blocks = jnp.concatenate(
             [_tag(kind, label, count)[None], _tag("counter", label, jnp.arange(n_blocks, dtype=jnp.uint64))]
         )
-        out = self._compress(jnp.broadcast_to(self.state, (n_blocks + 1, DIGEST_BYTES)), blocks)
+        out = self._chain(jnp.broadcast_to(self.state, (n_blocks + 1, DIGEST_BYTES)), blocks[None])
         return dataclasses.replace(self, state=out[0]), out[1:]
 
     # -- absorbing ------------------------------------------------------------------------------

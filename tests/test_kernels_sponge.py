@@ -1,6 +1,7 @@
 """The compression-chain kernel (jaxstark.kernels.sponge) against the jnp compressions, bit for
-bit, for every hash: in Pallas' interpreter on the CPU, through the Triton lowering (no GPU
-needed), and compiled on a GPU."""
+bit, for every hash: in Pallas' interpreter on the CPU (and a transcript's operations on the
+kernel path there, against the same operations on the jnp path and the host twin), through the
+Triton lowering (no GPU needed), and compiled on a GPU."""
 
 import jax
 import jax.numpy as jnp
@@ -8,8 +9,10 @@ import numpy as np
 import pytest
 from jax import lax
 
+import jaxstark.kernels as kernels
 from jaxstark.hash.interface import get_hash
 from jaxstark.kernels import sponge
+from jaxstark.transcript import HostTranscript, Transcript
 
 HASHES = ("blake3", "keccak256", "poseidon2")
 
@@ -39,6 +42,34 @@ def test_bad_shapes_are_refused_by_name():
         sponge.chain(
             jnp.zeros((2, 32), jnp.uint8), jnp.zeros((1, 3, 32), jnp.uint8), hash_name="blake3", interpret=True
         )
+
+
+def _operations(t):
+    """A run of every operation that compresses: absorb (one block and several), squeeze
+    (one and several counter blocks), queries and a fork."""
+    t = t.absorb_digest("root", np.arange(32, dtype=np.uint8))
+    t = t.absorb_ext("values", np.arange(3 * 13, dtype=np.uint64).reshape(13, 3))
+    t, a = t.challenge_ext("alpha")
+    t, b = t.challenge_base("betas", 5)
+    t, q = t.query_indices("queries", 9, 1 << 10)
+    t = t.fork(3)
+    return t.state, a, b, q
+
+
+@pytest.mark.parametrize("name", HASHES)
+def test_a_transcript_on_the_kernel_path_is_the_jnp_one_and_the_hosts(name, monkeypatch):
+    def run():  # a new function object each time: traced again under the posture of the moment
+        return jax.jit(lambda: _operations(Transcript.new("sponge test", hash=name)))()
+
+    want = run()
+    monkeypatch.setattr(kernels, "MODE", "interpret")
+    got = run()
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    host = _operations(HostTranscript.new("sponge test", hash=name))
+    for g, h in zip(got, host, strict=True):
+        h = np.frombuffer(h, np.uint8) if isinstance(h, bytes) else np.asarray(h)
+        np.testing.assert_array_equal(np.asarray(g), h)
 
 
 def test_the_kernel_lowers_to_triton():

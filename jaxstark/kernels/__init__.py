@@ -14,7 +14,7 @@ so a trace made for one platform is never reused for another.
 ``JAXSTARK_KERNELS`` (read once, at import) chooses the posture:
 
 * ``auto`` (default): the kernels on CUDA devices (NTT passes, Merkle trees, the
-  out-of-domain sums, batch inversion), ``jnp`` elsewhere;
+  out-of-domain sums, batch inversion, the transcript's compressions), ``jnp`` elsewhere;
 * ``jnp``: never use the kernels (the baseline the benchmarks compare against);
 * ``interpret``: run every kernel everywhere, in Pallas' interpreter off the GPU -- slow, for
   testing the kernels' logic on a CPU at small sizes.
@@ -24,7 +24,7 @@ Modules: :mod:`.ntt` (radix-2^r butterfly passes along the row axis), :mod:`.fie
 fused tree levels, generic over an element-wise hash), :mod:`.blake3`, :mod:`.keccak`,
 :mod:`.poseidon2` (the hashes in element-wise form), :mod:`.ood` (columns of coefficients
 evaluated at extension points in one pass), :mod:`.inverse` (batch inversion in one launch),
-:mod:`.sponge` (a chain of compressions in one launch; not yet the transcript's path).
+:mod:`.sponge` (a transcript's chain of compressions in one launch).
 """
 
 from __future__ import annotations

@@ -15,11 +15,9 @@ of its word vectors is batch element ``j`` (padded to at least :data:`LANES` lan
 are read row by row inside the loop over them. The values are the compressions themselves, so
 they equal the ``jnp`` chain's bit for bit.
 
-Not yet the transcript's path: it has been checked in the interpreter (every hash, against the
-``jnp`` chain) and through the Triton lowering, not yet compiled and run on a GPU. Routing
-:class:`jaxstark.transcript.Transcript`'s tag, absorb and squeeze compressions through
-:func:`chain` behind :func:`jaxstark.kernels.switch` waits for that check (``pytest -m gpu
-tests/test_kernels_sponge.py``) and its timing.
+The transcript's path on a CUDA device: :meth:`jaxstark.transcript.Transcript._chain` sends its
+tag, absorb and squeeze compressions here through :func:`jaxstark.kernels.switch` (grinding keeps
+the ``jnp`` compressions: its batches are large).
 """
 
 from __future__ import annotations
