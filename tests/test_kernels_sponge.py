@@ -27,7 +27,7 @@ def _jnp_chain(name, state, blocks):
 
 
 @pytest.mark.parametrize("name", HASHES)
-@pytest.mark.parametrize(("batch", "count"), [((), 1), ((), 7), ((3,), 1), ((2, 17), 2)])
+@pytest.mark.parametrize(("batch", "count"), [((), 1), ((), 7), ((3,), 1), ((2, 17), 2), ((300,), 1)])
 def test_the_chain_is_the_compressions_in_turn(name, batch, count):
     key = jax.random.PRNGKey(count + len(batch))
     state, blocks = _bytes(key, (*batch, 32)), _bytes(jax.random.fold_in(key, 1), (count, *batch, 32))
@@ -73,17 +73,19 @@ def test_a_transcript_on_the_kernel_path_is_the_jnp_one_and_the_hosts(name, monk
 
 
 def test_the_kernel_lowers_to_triton():
-    args = (jax.ShapeDtypeStruct((32,), jnp.uint8), jax.ShapeDtypeStruct((49, 32), jnp.uint8))
+    one = (jax.ShapeDtypeStruct((32,), jnp.uint8), jax.ShapeDtypeStruct((49, 32), jnp.uint8))
+    grind = (jax.ShapeDtypeStruct((1 << 14, 32), jnp.uint8), jax.ShapeDtypeStruct((1, 1 << 14, 32), jnp.uint8))
     for name in HASHES:
         fn = jax.jit(lambda s, b, name=name: sponge.chain(s, b, hash_name=name))
-        assert "triton" in fn.trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+        for args in (one, grind):  # one program; 128 programs of 128 lanes
+            assert "triton" in fn.trace(*args).lower(lowering_platforms=("cuda",)).as_text()
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", HASHES)
 def test_the_kernel_matches_the_cpu_on_a_gpu(name):
     key = jax.random.PRNGKey(9)
-    for batch, count in [((), 1), ((), 49), ((41,), 1)]:
+    for batch, count in [((), 1), ((), 49), ((41,), 1), ((1 << 14,), 1), ((300,), 3)]:
         state = np.asarray(_bytes(key, (*batch, 32)))
         blocks = np.asarray(_bytes(jax.random.fold_in(key, count), (count, *batch, 32)))
         gpu = jax.devices("gpu")[0]

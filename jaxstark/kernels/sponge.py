@@ -10,14 +10,17 @@ spends most of its idle GPU time on them (benchmarks/RESULTS.md, 2026-12-06, fou
 Here a whole chain is one launch: :func:`chain` takes ``state`` (``*batch`` digests) and
 ``count`` blocks per lane and returns ``C(... C(C(state, b_0), b_1) ..., b_{count-1})`` for
 each lane, with the in-kernel hashes of :mod:`jaxstark.kernels.merkle` (whose ``compress`` is the
-transcript's ``C``, tested equal to the ``jnp`` one bit for bit there). One program; lane ``j``
-of its word vectors is batch element ``j`` (padded to at least :data:`LANES` lanes); the blocks
-are read row by row inside the loop over them. The values are the compressions themselves, so
-they equal the ``jnp`` chain's bit for bit.
+transcript's ``C``, tested equal to the ``jnp`` one bit for bit there). Lane ``j`` of the word
+vectors is batch element ``j`` (padded to at least :data:`LANES` lanes, a power of two): one
+program for up to :data:`BLOCK_LANES` lanes, else programs of that many (a batch of 2^14,
+grinding's, would be 128 programs of one lane per thread); the blocks are read row by row inside
+the loop over them. The values are the compressions themselves, so they equal the ``jnp`` chain's
+bit for bit.
 
 The transcript's path on a CUDA device: :meth:`jaxstark.transcript.Transcript._chain` sends its
-tag, absorb and squeeze compressions here through :func:`jaxstark.kernels.switch` (grinding keeps
-the ``jnp`` compressions: its batches are large).
+tag, absorb and squeeze compressions here through :func:`jaxstark.kernels.switch`. Grinding's
+batches still take the ``jnp`` compressions: the programs of :data:`BLOCK_LANES` lanes they would
+run as are checked in the interpreter and through the lowering, not yet on a GPU.
 """
 
 from __future__ import annotations
@@ -36,9 +39,10 @@ from jaxstark.hash.interface import DIGEST_BYTES
 from jaxstark.kernels import launch
 from jaxstark.kernels import merkle as km
 
-__all__ = ["LANES", "chain"]
+__all__ = ["LANES", "BLOCK_LANES", "chain"]
 
 LANES = 16  # the fewest lanes a launch runs (a batch of one uses lane 0)
+BLOCK_LANES = 128  # a larger batch (grinding's) runs as programs of this many lanes, one per thread
 _W = km.WORDS
 
 
@@ -65,6 +69,7 @@ def chain(
                          f"got {state.shape} and {blocks.shape}")  # fmt: skip
     k = math.prod(batch)
     lanes = max(LANES, 1 << (k - 1).bit_length())
+    block = min(lanes, BLOCK_LANES)  # lanes per program
     rows = 1 << (count * _W - 1).bit_length()  # the blocks' rows, padded to a power of two
 
     def lanes_of(x, lead):  # (lead, k, 32) bytes -> (lead * 4, lanes) words, lane j = element j
@@ -77,10 +82,10 @@ def chain(
     out = pl.pallas_call(
         functools.partial(_chain_kernel, h=h, count=count),
         out_shape=jax.ShapeDtypeStruct((_W, lanes), jnp.uint64),
-        grid=(1,),
-        in_specs=[pl.BlockSpec((_W, lanes), lambda i: (0, 0)), pl.BlockSpec((rows, lanes), lambda i: (0, 0))],
-        out_specs=pl.BlockSpec((_W, lanes), lambda i: (0, 0)),
+        grid=(lanes // block,),
+        in_specs=[pl.BlockSpec((_W, block), lambda i: (0, i)), pl.BlockSpec((rows, block), lambda i: (0, i))],
+        out_specs=pl.BlockSpec((_W, block), lambda i: (0, i)),
         name=f"sponge_{hash_name}",
-        **launch(interpret, 1),
+        **launch(interpret, 1 if block < BLOCK_LANES else BLOCK_LANES // 32),
     )(s, b)
     return words_to_bytes(jnp.transpose(out[:, :k])).reshape(*batch, DIGEST_BYTES)
