@@ -19,6 +19,10 @@ Construction (a duplex over the hash's 2-to-1 compression ``C``, any of the comm
 * ``fork(i)`` gives a child whose state is ``C(state, tag(FORK, i))``: tables and row chunks
   get independent transcripts, and ``i`` may be traced (``vmap`` over forks).
 
+An operation's compressions -- its tag and then its blocks in turn, or a squeeze's batch -- are
+one launch of :func:`jaxstark.kernels.sponge.chain` in a program lowered for a CUDA device and a
+``lax.scan`` of ``C`` elsewhere (:meth:`Transcript._chain`); the same values either way.
+
 Sampling without modulo bias worth mentioning:
 
 * base-field challenge: 128 output bits ``hi * 2^64 + lo`` reduced mod p; the distance from
