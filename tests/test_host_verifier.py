@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import jaxstark as js
-from jaxstark import ext, gl
+from jaxstark import ext, gl, verifier
 from jaxstark.field.host import HostVal, batch, interpolate
 from jaxstark.hash.interface import HASHES
 from jaxstark.ntt import intt
@@ -60,9 +60,13 @@ def test_the_host_transcript_draws_what_the_jax_transcript_draws(name):
     assert HostTranscript.new("x", name).pow_ok(5, 0) and isinstance(outs_h[-1], int)
 
 
-def test_the_host_algebra_equals_the_rounds_on_random_values():
-    rng = np.random.default_rng(7)
-    q, c, parts, a = 9, 4, 2, 3
+@pytest.mark.parametrize(("c", "parts", "a"), [(4, 2, 3), (1, 1, 0), (3, 2, 3), (2, 3, 1)])
+def test_the_host_algebra_equals_the_rounds_on_random_values(c, parts, a):
+    """DEEP on the rounds' path (``deep_combine``) and on the verifier's (``deep_numerators`` with
+    its host sums) against a direct sum over every term with its own weight, for tables with and
+    without aux columns, one main column, and as many main as aux columns."""
+    rng = np.random.default_rng(7 + c + 10 * a)
+    q = 9
     rand = lambda *s: rng.integers(0, P, s, dtype=np.uint64)  # noqa: E731
     xs, rows, aux_rows, parts_rows = rand(q), rand(q, c), rand(q, a, 3), rand(q, parts, 3)
     ood = OutOfDomain(*(jnp.asarray(v) for v in (rand(3), rand(c, 3), rand(c, 3), rand(parts, 3), rand(a, 3),
@@ -89,6 +93,27 @@ def test_the_host_algebra_equals_the_rounds_on_random_values():
     got = algebra.deep_value(batch(xs), HostVal(np.asarray(ood.z)), HostVal(zg), num_z, num_zg, HostVal.inv)
     np.testing.assert_array_equal(got.array(), want)
 
+    # the verifier's own numerators, formed as verifier._openings forms them
+    fields = (ood.trace_z, ood.trace_zg, ood.parts_z, ood.aux_z, ood.aux_zg)
+    claims = verifier._Claims(ood.z, *(batch(np.asarray(v)) for v in fields))
+    host = algebra.deep_numerators(verifier._dot_base, verifier._dot_ext, lambda w: w, batch(rows),
+                                   batch(parts_rows).reshape(q, parts, 3), batch(aux_rows).reshape(q, a, 3), claims,
+                                   hg)  # fmt: skip
+    for mine, direct in zip(host, (num_z, num_zg), strict=True):
+        np.testing.assert_array_equal(mine.array(), direct.array())
+
+
+def test_deep_numerators_refuses_weights_that_do_not_match_the_terms():
+    claims = verifier._Claims(*(np.zeros(s, np.uint64) for s in ((3,), (2, 3), (2, 3), (1, 3), (0, 3), (0, 3))))
+    hg = [HostVal(1)] * 4  # 2 c + P + 2 a = 5 terms
+    with pytest.raises(ValueError, match="4 weights for 5 terms"):
+        algebra.deep_numerators(verifier._dot_base, verifier._dot_ext, lambda w: w, None, None, None, claims, hg)
+
+
+def test_the_host_fold_equals_the_rounds_on_random_values():
+    rng = np.random.default_rng(8)
+    q = 9
+    rand = lambda *s: rng.integers(0, P, s, dtype=np.uint64)  # noqa: E731
     lo, hi, x_inv, beta = rand(q, 3), rand(q, 3), rand(q), rand(3)
     want = np.asarray(_fold(jnp.asarray(lo), jnp.asarray(hi), jnp.asarray(x_inv), jnp.asarray(beta)))
     got = algebra.fold_pair(HostVal(lo), HostVal(hi), batch(x_inv), HostVal(beta))

@@ -129,6 +129,8 @@ def deep_numerators(
     one at ``z w`` is that times ``g^c`` (``g^a``) -- the same values as summing with the second
     weights."""
     c, parts, a = len(ood.trace_z), len(ood.parts_z), len(ood.aux_z)
+    if len(g_pows) != 2 * c + parts + 2 * a:
+        raise ValueError(f"deep_numerators: {len(g_pows)} weights for {2 * c + parts + 2 * a} terms")
     g1, g2, g3, g4, g5 = deep_weights(g_pows, c, parts, a)
     main = dot_base(rows, g1)
     num_z = main + dot_ext(parts_rows, g3) - (dot_ext(ood.trace_z, g1) + dot_ext(ood.parts_z, g3))
