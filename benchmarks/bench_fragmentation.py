@@ -19,15 +19,15 @@ import sys
 
 def one(spec: str) -> None:
     import jax
-    from common import memory_shape
+    from common import memory_shape, no_allocator_stats
 
     import jaxstark as js
     from jaxstark.memory import executor
 
     air, trace, public, config = memory_shape(spec)
     dev = jax.devices()[0]
-    if "bytes_in_use" not in (dev.memory_stats() or {}):
-        raise SystemExit(f"{dev.platform} reports no allocator statistics: run this on a GPU")
+    if why := no_allocator_stats(dev):
+        raise SystemExit(why)
     plan = js.plan(air, trace, config)
     run, rows = executor.Runner.run, []
 

@@ -43,15 +43,14 @@ DEFAULT_SHAPES = (
 
 def child(spec: str, phase: str) -> dict:
     import jax
-    from common import memory_shape
+    from common import memory_shape, no_allocator_stats
 
     import jaxstark as js
 
     air, trace, public, config = memory_shape(spec)
     dev = jax.devices()[0]
-    if dev.memory_stats() is None:  # the CPU's allocator keeps no peak: nothing to measure against
-        return dict(spec=spec, outcome=f"not measured: the {dev.platform} device ({dev.device_kind}) reports no "
-                                       "allocator statistics; this benchmark measures a GPU's")  # fmt: skip
+    if why := no_allocator_stats(dev):
+        return dict(spec=spec, outcome=f"not measured: {why}")
     out = dict(spec=spec, rows=int(spec.split(":")[1]), width=air.width, blowup=config.blowup,
                device=dev.device_kind, phase=phase)  # fmt: skip
     t = time.perf_counter()

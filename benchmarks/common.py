@@ -82,3 +82,11 @@ def memory_shape(spec: str):
         air, trace, public = wide_example(int(log_n), width=int(width[0])) if width else EXAMPLES[name](int(log_n))
     config = js.StarkConfig(blowup=int(blowup), num_queries=40, grinding_bits=16, fri_final_degree=64)
     return air, np.asarray(trace), public, config
+
+
+def no_allocator_stats(device) -> str | None:
+    """Why ``device`` cannot be measured by the memory benchmarks (its allocator reports no
+    statistics: a CPU), or None."""
+    if "bytes_in_use" not in (device.memory_stats() or {}):
+        return f"{device.platform} reports no allocator statistics: run this on a GPU"
+    return None
