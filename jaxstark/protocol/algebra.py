@@ -20,6 +20,7 @@ from jaxstark.field import goldilocks as gl
 from jaxstark.field.host import HostVal, interpolate
 from jaxstark.lde import DEFAULT_OFFSET
 from jaxstark.logup import AuxFrame, aux_constraints
+from jaxstark.protocol.layout import num_deep_terms
 
 __all__ = [
     "OFFSET",
@@ -129,8 +130,8 @@ def deep_numerators(
     one at ``z w`` is that times ``g^c`` (``g^a``) -- the same values as summing with the second
     weights."""
     c, parts, a = len(ood.trace_z), len(ood.parts_z), len(ood.aux_z)
-    if len(g_pows) != 2 * c + parts + 2 * a:
-        raise ValueError(f"deep_numerators: {len(g_pows)} weights for {2 * c + parts + 2 * a} terms")
+    if len(g_pows) != num_deep_terms(c, parts, a):
+        raise ValueError(f"deep_numerators: {len(g_pows)} weights for {num_deep_terms(c, parts, a)} terms")
     g1, g2, g3, g4, g5 = deep_weights(g_pows, c, parts, a)
     main = dot_base(rows, g1)
     num_z = main + dot_ext(parts_rows, g3) - (dot_ext(ood.trace_z, g1) + dot_ext(ood.parts_z, g3))
