@@ -194,8 +194,10 @@ def test_build_of_a_leftmost_subtree(log_n, shift):
 
 def test_fri_small_layers_with_the_kernels_equal_the_jnp_ones(monkeypatch):
     """The FRI scan (every layer padded to the first's size) with the kernels, which build only
-    each layer's real tree (``merkle._build``'s ``live_shift``), gives the ``jnp`` scan's
-    leaves, trees, final polynomial and transcript, bit for bit."""
+    each layer's real tree (``merkle._build``'s ``live_shift``) and do only its rows' fold and
+    copies (:mod:`jaxstark.kernels.fri_scan`), gives the ``jnp`` scan's leaves, trees, final
+    polynomial and transcript, bit for bit."""
+    from jaxstark.kernels import fri_scan
     from jaxstark.rounds import r4_fri_final, r4_fri_layer
     from jaxstark.transcript import Transcript
 
@@ -210,6 +212,7 @@ def test_fri_small_layers_with_the_kernels_equal_the_jnp_ones(monkeypatch):
     want = run()
     monkeypatch.setattr(kernels, "MODE", "interpret")
     monkeypatch.setitem(km.TILINGS, "blake3", SMALL)  # several leaf blocks: some skipped
+    monkeypatch.setattr(fri_scan, "TILING", fri_scan.Tiling(block=4))  # the row work's programs too
     if kernels._LOWERING is None:  # a JAX without user contexts: drop the jnp run's traces
         jax.clear_caches()
     with kernels.lowering_for("cpu"):  # a context of its own: no trace of the jnp run is reused

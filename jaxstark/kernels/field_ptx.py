@@ -26,7 +26,7 @@ import jax.numpy as jnp
 
 from jaxstark.field import goldilocks as gl
 
-__all__ = ["FieldOps", "JNP", "PTX", "ops"]
+__all__ = ["FieldOps", "JNP", "PTX", "ops", "ext_mul"]
 
 # Each block declares its own registers (a PTX ``{ }`` scope), so copies of it in one kernel
 # never clash; $0 is the result, $1 and $2 the operands.
@@ -132,3 +132,15 @@ def ops(interpret: bool, use_ptx: bool = True) -> FieldOps:
     """The field a kernel body uses: inline PTX in a compiled (Triton) kernel when ``use_ptx``,
     else -- and always in the interpreter -- the ``jnp`` functions."""
     return PTX if use_ptx and not interpret else JNP
+
+
+def ext_mul(f: FieldOps, a: tuple, b: tuple) -> tuple:
+    """``a * b`` in GF(p^3) = GF(p)[w] / (w^3 - 2) on coordinate triples of lane vectors, with
+    ``f``'s operations (Karatsuba: six base products; :mod:`jaxstark.field.extension`'s values)."""
+    a0, a1, a2 = a
+    b0, b1, b2 = b
+    m0, m1, m2 = f.mul(a0, b0), f.mul(a1, b1), f.mul(a2, b2)
+    x01 = f.sub(f.sub(f.mul(f.add(a0, a1), f.add(b0, b1)), m0), m1)
+    x02 = f.sub(f.sub(f.mul(f.add(a0, a2), f.add(b0, b2)), m0), m2)
+    x12 = f.sub(f.sub(f.mul(f.add(a1, a2), f.add(b1, b2)), m1), m2)
+    return f.add(m0, f.add(x12, x12)), f.add(x01, f.add(m2, m2)), f.add(x02, m1)

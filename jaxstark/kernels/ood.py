@@ -51,17 +51,6 @@ class Tiling(NamedTuple):
 TILING = Tiling()
 
 
-def _ext_mul(f: field_ptx.FieldOps, a: tuple, b: tuple) -> tuple:
-    """``a * b`` in GF(p^3) = GF(p)[w] / (w^3 - 2), on coordinate triples (as :mod:`jaxstark.field.extension`)."""
-    a0, a1, a2 = a
-    b0, b1, b2 = b
-    m0, m1, m2 = f.mul(a0, b0), f.mul(a1, b1), f.mul(a2, b2)
-    x01 = f.sub(f.sub(f.mul(f.add(a0, a1), f.add(b0, b1)), m0), m1)
-    x02 = f.sub(f.sub(f.mul(f.add(a0, a2), f.add(b0, b2)), m0), m2)
-    x12 = f.sub(f.sub(f.mul(f.add(a1, a2), f.add(b1, b2)), m1), m2)
-    return f.add(m0, f.add(x12, x12)), f.add(x01, f.add(m2, m2)), f.add(x02, m1)
-
-
 def _sums(m_ref, start_ref, local_ref, o_ref, *, points: int, mask_cols: int, f: field_ptx.FieldOps):
     """One block of rows and columns: its partial sums ``o[0, (k 3 + i) 2 + h, c]`` -- point
     ``k``, coordinate ``i``, low (h = 0) or high (h = 1) halves summed over the block's rows."""
@@ -77,7 +66,7 @@ def _sums(m_ref, start_ref, local_ref, o_ref, *, points: int, mask_cols: int, f:
     for k in range(points):
         start = tuple(start_ref[0, 3 * k + i] for i in range(3))
         local = tuple(local_ref[:, 3 * k + i] for i in range(3))
-        power = _ext_mul(f, tuple(jnp.broadcast_to(s, (rows,)) for s in start), local)
+        power = field_ptx.ext_mul(f, tuple(jnp.broadcast_to(s, (rows,)) for s in start), local)
         for i in range(3):
             prod = f.mul(m, power[i][:, None])
             row = (3 * k + i) * 2

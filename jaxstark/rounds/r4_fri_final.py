@@ -34,12 +34,14 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, Bool, UInt8, UInt64
 
+from jaxstark import kernels
 from jaxstark.field import goldilocks as gl
 from jaxstark.hash.interface import DIGEST_BYTES
+from jaxstark.kernels import fri_scan
 from jaxstark.lde import _interpolate_on_coset
 from jaxstark.ntt import _make_tables
 from jaxstark.protocol import fiat_shamir as fs
-from jaxstark.rounds.r4_fri_layer import FriStep, _commit_and_fold, _w_inv
+from jaxstark.rounds.r4_fri_layer import FriStep, _commit, _fold, _w_inv
 from jaxstark.transcript import Transcript
 
 __all__ = ["FriCommitment", "fri_final"]
@@ -75,54 +77,75 @@ def fri_final(
 
 def _small_layers(f: Array, tr: Transcript, steps: FriStep, hash_name: str):
     """The layers of ``steps`` (the first holding ``f``, ``B = len(f)`` evaluations) as one
-    ``lax.scan`` over a ``(B, 3)`` buffer whose first ``m`` rows hold the current layer. Returns
-    the folded evaluations, the transcript, and each layer's leaves and node array as the
-    unrolled layers give them.
+    ``lax.scan`` whose carry is the current layer's leaves: ``H = B / 2`` rows, the first ``h``
+    the pairs ``(f[t], f[t + h])``, the rest padding. Returns the last layer's folded
+    evaluations, the transcript, and each layer's leaves and node array as the unrolled layers
+    give them.
 
-    Each step writes its ``B / 2`` leaf rows and the real tree's node array (gathered from the
-    padded tree into ``B`` rows) at the layer's offset in one flat buffer each; the next layer's
-    offset is where this one's real rows end, so its write covers the padding: the buffers
-    hold the real rows of every layer plus one layer's padding, not ``B`` rows per layer."""
+    A step builds the tree and draws ``beta``; its row work -- the fold, laid out as the next
+    layer's leaves, and the real tree's nodes -- is :func:`_place_jnp` (over the whole buffers)
+    or, on a GPU, :func:`jaxstark.kernels.fri_scan.place` (over the layer's rows only). Each
+    layer's leaf rows and node rows go to one flat buffer each, at the layer's offset, which is
+    where the previous layer's real rows end: the buffers hold the real rows of every layer plus
+    one layer's padding, not ``H`` rows per layer."""
     size = f.shape[0]
+    half = size // 2
     sizes = np.array([size >> j for j in range(steps.s_inv.shape[0])])  # m of each layer
     leaf_at = np.cumsum([0, *sizes // 2])  # each layer's first row in the flat buffers
     node_at = np.cumsum([0, *sizes])  # (a layer of m evaluations has m nodes: 2h)
     xs = (
-        jnp.asarray((sizes // 2).astype(np.int32)),  # h
-        jnp.asarray(np.log2(size // sizes).astype(np.int32)),  # the real tree's root is node 2^shift
-        jnp.asarray(leaf_at[:-1].astype(np.int32)),
-        jnp.asarray(node_at[:-1].astype(np.int32)),
+        jnp.asarray(np.stack([sizes // 2, np.log2(size // sizes), leaf_at[1:], node_at[:-1]], 1).astype(np.int32)),
         steps.labels,
         steps.s_inv,
     )
     row = jnp.arange(size, dtype=jnp.int32)
     level_start = jnp.left_shift(1, 31 - lax.clz(jnp.maximum(row, 1)))  # 2^level of node `row`
     # w_B^-t for t < B / 2, once: a layer of m = B / 2^j evaluations reads w_m^-t = w_B^-(t 2^j)
-    # (the padding's rows read any entry)
-    w_pows = gl._powers(jnp.asarray(_w_inv(size)), size // 2)
-    half = jnp.arange(size // 2, dtype=jnp.int32)
+    w_pows = gl._powers(jnp.asarray(_w_inv(size)), half)
 
     def layer(carry, x):
-        tr, buf, leaf_buf, node_buf = carry
-        h, shift, leaf_off, node_off, labels, s_inv = x
-        root_node = jnp.left_shift(np.int32(1), shift)
-        first = buf[: size // 2]  # f[t] for t < h, then padding
-        second = lax.dynamic_slice_in_dim(buf, h, size // 2)  # f[t + h] for t < h
-        x_inv = gl._mul(w_pows[jnp.left_shift(half, shift) & (size // 2 - 1)], s_inv)
-        # the real tree is the padded tree's subtree of node root_node (the kernels build that alone)
-        tr, leaf, tree, folded = _commit_and_fold(tr, first, second, (labels[0], labels[1]), x_inv, hash_name, shift)
-        # real node i at level l (i = 2^l + o) is padded node root_node * 2^l + o; row 0 and the
-        # rows past the real tree's 2h (padding, overwritten by the next layer) read node 0, so
-        # no row reads a node the kernels left unbuilt
-        real = tree[jnp.where((row > 0) & (row < 2 * h), row + level_start * (root_node - 1), 0)]
-        buf = jnp.concatenate([folded, jnp.zeros_like(folded)])
-        leaf_buf = lax.dynamic_update_slice_in_dim(leaf_buf, leaf, leaf_off, 0)
-        node_buf = lax.dynamic_update_slice_in_dim(node_buf, real, node_off, 0)
-        return (tr, buf, leaf_buf, node_buf), None
+        tr, leaf, leaf_buf, node_buf = carry
+        ints, labels, s_inv = x
+        # the real tree is the padded tree's subtree of node 2^shift (the kernels build that alone)
+        tr, tree, beta = _commit(tr, leaf, (labels[0], labels[1]), hash_name, ints[1])
+        words = jnp.concatenate([s_inv[None], beta])
+        tree = lax.bitcast_convert_type(tree.reshape(size, 4, 8), jnp.uint64)
+        args = (ints, words, leaf, w_pows, level_start, tree, leaf_buf, node_buf)
+        leaf, leaf_buf, node_buf = kernels.switch(_place_jnp, _place_kernel, *args)
+        return (tr, leaf, leaf_buf, node_buf), None
 
-    leaf_buf = jnp.zeros((int(leaf_at[-1]) + size // 2, 6), f.dtype)
-    node_buf = jnp.zeros((int(node_at[-1]) + size, DIGEST_BYTES), jnp.uint8)
-    (tr, buf, leaf_buf, node_buf), _ = lax.scan(layer, (tr, f, leaf_buf, node_buf), xs)
+    leaf = jnp.concatenate([f[:half], f[half:]], axis=-1)
+    leaf_buf = jnp.concatenate([leaf, jnp.zeros((int(leaf_at[-1]), 6), f.dtype)])
+    node_buf = jnp.zeros((int(node_at[-1]) + size, 4), jnp.uint64)
+    (tr, leaf, leaf_buf, node_buf), _ = lax.scan(layer, (tr, leaf, leaf_buf, node_buf), xs)
+    node_buf = lax.bitcast_convert_type(node_buf, jnp.uint8).reshape(-1, DIGEST_BYTES)
     leaves = [leaf_buf[leaf_at[j] : leaf_at[j + 1]] for j in range(len(sizes))]
     nodes = [node_buf[node_at[j] : node_at[j + 1]] for j in range(len(sizes))]
-    return buf[: int(sizes[-1]) // 2], tr, leaves, nodes
+    h = int(sizes[-1]) // 4  # the folded evaluations of the last layer are the pairs of h leaf rows
+    folded = leaf[:1, :3] if h == 0 else jnp.concatenate([leaf[:h, :3], leaf[:h, 3:]])
+    return folded, tr, leaves, nodes
+
+
+def _place_jnp(ints, words, leaf, w_pows, level_start, tree, leaf_buf, node_buf):
+    """A scanned step's row work over the whole buffers (:mod:`jaxstark.kernels.fri_scan`, the
+    kernel's twin): the fold of every leaf row, the next leaves (the padding's pairs too), the
+    real tree's node array (every row past it reading node 0)."""
+    h, shift, leaf_off, node_off = ints[0], ints[1], ints[2], ints[3]
+    half = leaf.shape[0]
+    t = jnp.arange(half, dtype=jnp.int32)
+    x_inv = gl._mul(w_pows[jnp.left_shift(t, shift) & (half - 1)], words[0])
+    folded = _fold(leaf[:, :3], leaf[:, 3:], x_inv, words[1:])
+    q = max(half // 2, 1)  # pairs (f'[t], f'[t + h']), h' = max(h / 2, 1) <= q
+    pairs = jnp.concatenate([folded[:q], lax.dynamic_slice_in_dim(folded, jnp.maximum(h >> 1, 1), q)], axis=-1)
+    leaf = jnp.concatenate([pairs, jnp.zeros((half - q, 6), leaf.dtype)])
+    # real node i at level l (i = 2^l + o) is padded node 2^shift * 2^l + o; row 0 and the rows
+    # past the real tree's 2h read node 0, so no row reads a node the kernels left unbuilt
+    row = jnp.arange(2 * half, dtype=jnp.int32)
+    real = tree[jnp.where((row > 0) & (row < 2 * h), row + level_start * (jnp.left_shift(1, shift) - 1), 0)]
+    leaf_buf = lax.dynamic_update_slice_in_dim(leaf_buf, leaf, leaf_off, 0)
+    node_buf = lax.dynamic_update_slice_in_dim(node_buf, real, node_off, 0)
+    return leaf, leaf_buf, node_buf
+
+
+def _place_kernel(*args):
+    return fri_scan.place(*args, interpret=kernels.interpret(), tiling=fri_scan.TILING)

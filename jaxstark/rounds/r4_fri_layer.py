@@ -124,16 +124,14 @@ def _x_inv(w_inv, s_inv, h: int) -> Array:
     return gl._mul(gl._powers(jnp.asarray(w_inv), h), s_inv)
 
 
-def _commit_and_fold(tr: Transcript, first, second, labels, x_inv, hash_name: str, live_shift=None):
-    """One FRI layer: leaves ``(first[t], second[t])``, their tree (its root node 1, or
-    ``2^live_shift`` where that is given: the real tree is that node's subtree, the only part
-    the kernels build), absorb the root, draw ``beta``, fold with ``x_inv`` (:func:`_x_inv`).
-    Returns the transcript, leaves, tree and folded values."""
-    leaf = jnp.concatenate([first, second], axis=-1)  # (h, 6)
+def _commit(tr: Transcript, leaf, labels, hash_name: str, live_shift=None):
+    """Commit to a layer's leaves ``leaf`` (rows ``(f[t], f[t + h])``): their tree (its root node
+    1, or ``2^live_shift`` where that is given: the real tree is that node's subtree, the only
+    part the kernels build), absorb the root, draw ``beta``. Returns the transcript, tree, beta."""
     tree = _build(leaf, hash_name, live_shift)
     root_node = 1 if live_shift is None else jnp.left_shift(np.int32(1), live_shift)
     tr, beta = fs.fri_layer(tr, labels, tree[root_node])
-    return tr, leaf, tree, _fold(first, second, x_inv, beta)
+    return tr, tree, beta
 
 
 @functools.partial(jax.jit, static_argnames=("hash_name", "names"), keep_unused=True)
@@ -145,5 +143,7 @@ def fri_layer(
     m = f.shape[0]
     labels = names if names is not None else (step.labels[0], step.labels[1])
     x_inv = _x_inv(_w_inv(m), step.s_inv, m // 2)
-    tr, leaf, tree, folded = _commit_and_fold(tr, f[: m // 2], f[m // 2 :], labels, x_inv, hash_name)
-    return FriLayer(leaf, tree, folded), tr
+    first, second = f[: m // 2], f[m // 2 :]
+    leaf = jnp.concatenate([first, second], axis=-1)  # (h, 6)
+    tr, tree, beta = _commit(tr, leaf, labels, hash_name)
+    return FriLayer(leaf, tree, _fold(first, second, x_inv, beta)), tr
