@@ -10,8 +10,11 @@ tree's leftmost subtree of that size (rooted at node ``B / m``), so the root and
 (gathered from the padded tree in the step) are exactly the unpadded ones; the transcript labels
 and coset offsets go in as data (:class:`~jaxstark.rounds.r4_fri_layer.FriStep`). The ``jnp``
 tree (the CPU's) hashes the padding too, at most ``B / 2`` hashes per small layer; the Merkle
-kernels are told the subtree (``live_shift``) and skip the padding's leaves and nodes, so on a
-GPU a scanned layer costs about what a layer of its own does, without a program of its own.
+kernels are told the subtree (``live_shift``) and skip the padding's leaves and nodes. The rest
+of a step -- the fold, laid out as the next layer's leaf pairs, and the real tree's nodes copied
+out of the padded one -- runs over the whole buffer in ``jnp``, and on a GPU is one launch of
+:func:`jaxstark.kernels.fri_scan.place`, whose programs past the layer's rows return at once; so
+there a scanned layer costs about what a layer of its own does, without a program of its own.
 
 After ``K = log2(n / d_f)`` folds in all (``d_f <= fri_final_degree``) the remaining evaluations
 are interpolated and the ``d_f`` coefficients of the final polynomial are sent in clear; any
