@@ -19,7 +19,8 @@ Construction (a duplex over the hash's 2-to-1 compression ``C``, any of the comm
 * ``fork(i)`` gives a child whose state is ``C(state, tag(FORK, i))``: tables and row chunks
   get independent transcripts, and ``i`` may be traced (``vmap`` over forks).
 
-An operation's compressions -- its tag and then its blocks in turn, or a squeeze's batch -- are
+An operation's compressions -- its tag and then its blocks in turn, a squeeze's batch, or a
+grinding batch's -- are
 one launch of :func:`jaxstark.kernels.sponge.chain` in a program lowered for a CUDA device and a
 ``lax.scan`` of ``C`` elsewhere (:meth:`Transcript._chain`); the same values either way.
 
@@ -277,7 +278,7 @@ class Transcript(eqx.Module):
         nonce = jnp.asarray(nonce).astype(jnp.uint64)
         tags = _tag("pow", "", nonce)
         state = jnp.broadcast_to(self.state, (*nonce.shape, DIGEST_BYTES))
-        return bytes_to_words(self._compress(state, tags)[..., :8], jnp.uint64)[..., 0]
+        return bytes_to_words(self._chain(state, tags[None])[..., :8], jnp.uint64)[..., 0]
 
     def pow_ok(self, nonce, bits: int) -> Array:
         """Whether ``nonce`` satisfies a ``bits``-bit proof of work (vectorised over ``nonce``)."""

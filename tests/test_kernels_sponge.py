@@ -57,6 +57,22 @@ def _operations(t):
 
 
 @pytest.mark.parametrize("name", HASHES)
+def test_grinding_on_the_kernel_path_finds_the_jnp_nonce(name, monkeypatch):
+    """Batches of 256 nonces (two programs of 128 lanes): the same smallest nonce as the jnp
+    path, and the host's check accepts it and rejects every nonce before it."""
+
+    def run():
+        return jax.jit(lambda: Transcript.new("grind test", hash=name).grind(7, batch=256))()
+
+    want = run()
+    monkeypatch.setattr(kernels, "MODE", "interpret")
+    got = int(run())
+    assert got == int(want)
+    host = HostTranscript.new("grind test", hash=name)
+    assert host.pow_ok(got, 7) and all(not host.pow_ok(n, 7) for n in range(got))
+
+
+@pytest.mark.parametrize("name", HASHES)
 def test_a_transcript_on_the_kernel_path_is_the_jnp_one_and_the_hosts(name, monkeypatch):
     def run():  # a new function object each time: traced again under the posture of the moment
         return jax.jit(lambda: _operations(Transcript.new("sponge test", hash=name)))()

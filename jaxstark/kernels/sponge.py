@@ -13,14 +13,13 @@ each lane, with the in-kernel hashes of :mod:`jaxstark.kernels.merkle` (whose ``
 transcript's ``C``, tested equal to the ``jnp`` one bit for bit there). Lane ``j`` of the word
 vectors is batch element ``j`` (padded to at least :data:`LANES` lanes, a power of two): one
 program for up to :data:`BLOCK_LANES` lanes, else programs of that many (a batch of 2^14,
-grinding's, would be 128 programs of one lane per thread); the blocks are read row by row inside
+grinding's, is 128 programs of one lane per thread); the blocks are read row by row inside
 the loop over them. The values are the compressions themselves, so they equal the ``jnp`` chain's
 bit for bit.
 
 The transcript's path on a CUDA device: :meth:`jaxstark.transcript.Transcript._chain` sends its
-tag, absorb and squeeze compressions here through :func:`jaxstark.kernels.switch`. Grinding's
-batches still take the ``jnp`` compressions: the programs of :data:`BLOCK_LANES` lanes they would
-run as are checked in the interpreter and through the lowering, not yet on a GPU.
+tag, absorb and squeeze compressions, and each grinding batch's, here through
+:func:`jaxstark.kernels.switch`.
 """
 
 from __future__ import annotations
