@@ -6,9 +6,9 @@ The ``jnp`` twin (:func:`jaxstark.poly._evaluate_powers`) reads a table of every
 point and holds the products; here:
 
 * the grid runs over blocks of :attr:`Tiling.rows` rows (and of ``block_cols`` columns); a
-  program forms the powers of its rows itself, ``x^(b R + j) = x^(b R) x^j``, from two small
-  tables the surrounding program computes (``x^(b R)`` per block, ``x^j`` for ``j < R``): one
-  extension product per row and point;
+  program forms the powers of its rows itself, ``x^(b R + j) = x^(b R) x^j``, from one small
+  table (``x^j`` for ``j < R``, then ``x^(b R)`` per block) filled by one launch of
+  :func:`jaxstark.kernels.powers.ext_powers_at`: one extension product per row and point;
 * each coefficient times the three coordinates of a power is three base products, and each
   column's products are summed over the block's rows as two exact integer sums, of their low
   and of their high 32 bits (no modular reduction in the loop);
@@ -29,9 +29,8 @@ import numpy as np
 from jax.experimental import pallas as pl
 from jaxtyping import Array, UInt64
 
-from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
-from jaxstark.kernels import field_ptx, launch
+from jaxstark.kernels import field_ptx, launch, powers
 
 __all__ = ["Tiling", "TILING", "evaluate"]
 
@@ -92,10 +91,11 @@ def evaluate(
     blocks = n // rows
     bc = min(tiling.block_cols, 1 << max(cols - 1, 0).bit_length())
     col_blocks = pl.cdiv(cols, bc)
-    # x^j for j < R, and x^(b R) for each block b: (R, 3K) and (blocks, 3K), padded to 8 columns
-    local = fext._powers(points, rows).reshape(rows, 3 * k)
-    start = fext._powers(fext._pow_bits(points, np.uint64(rows), rows.bit_length()), blocks).reshape(blocks, 3 * k)
-    pad = lambda t: jnp.pad(t, ((0, 0), (0, 8 - 3 * k)))  # noqa: E731
+    # one table (rows padded to 8 columns): x^j for j < R, then x^(b R) for each block b -- one
+    # launch (jnp's power tables are loops, and each step of a loop costs tens of us on a GPU)
+    u64 = jnp.uint64
+    exponents = jnp.concatenate([jnp.arange(rows, dtype=u64), np.uint64(rows) * jnp.arange(blocks, dtype=u64)])
+    table = powers.ext_powers_at(points, exponents, nbits=max(n - rows, rows - 1).bit_length(), interpret=interpret)
     # the interpreter pads overhanging blocks itself; a Triton kernel must mask them
     mask_cols = cols if cols % bc and not interpret else 0
     parts = pl.pallas_call(
@@ -104,13 +104,13 @@ def evaluate(
         grid=(blocks, col_blocks),
         in_specs=[
             pl.BlockSpec((rows, bc), lambda b, c: (b, c)),
-            pl.BlockSpec((1, 8), lambda b, c: (b, 0)),
-            pl.BlockSpec((rows, 8), lambda b, c: (0, 0)),
+            pl.BlockSpec((1, powers.COLUMNS), lambda b, c: (rows + b, 0)),  # x^(b R)
+            pl.BlockSpec((rows, powers.COLUMNS), lambda b, c: (0, 0)),  # x^j, j < R
         ],
         out_specs=pl.BlockSpec((1, _PARTS, bc), lambda b, c: (b, 0, c)),
         name=f"ood_sums_k{k}",
         **launch(interpret, tiling.num_warps),
-    )(m, pad(start), pad(local))
+    )(m, table, table)
     total = jnp.sum(parts[:, : 6 * k, :cols], axis=0, dtype=jnp.uint64)  # exact: n <= 2^32 terms of < 2^32
     lo, hi = total[0::2], total[1::2]  # (3K, C)
     values = gl._add(gl._mul(gl._canon(hi), np.uint64(1 << 32)), gl._canon(lo))

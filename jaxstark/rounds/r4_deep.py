@@ -31,6 +31,7 @@ from jaxtyping import Array, UInt64
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
 from jaxstark.field.val import Val
+from jaxstark.kernels import powers
 from jaxstark.kernels.inverse import ext_batch_inv
 from jaxstark.poly import sum_column_blocks
 from jaxstark.protocol import fiat_shamir as fs
@@ -97,7 +98,7 @@ def deep(
         raise ValueError(f"deep: blocks must be an int dividing the {size} LDE rows, got {blocks!r}")
     aux_rows = jnp.zeros((size, 0, 3), jnp.uint64) if aux_lde is None else aux_lde.reshape(size, -1, 3)
     tr, gamma = fs.deep_gamma(tr)
-    g_pows = fext._powers(gamma, num_deep_terms(c, parts, aux_rows.shape[1]))
+    g_pows = powers.ext_powers(gamma, num_deep_terms(c, parts, aux_rows.shape[1]))
     zg = fext._mul_base(ood.z, np.uint64(gl.root_of_unity(domain.log_n)))
     if blocks == 1:
         return deep_combine(domain.points(), trace_lde, aux_rows, parts_lde, ood, g_pows, zg), tr
