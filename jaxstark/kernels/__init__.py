@@ -14,7 +14,7 @@ so a trace made for one platform is never reused for another.
 ``JAXSTARK_KERNELS`` (read once, at import) chooses the posture:
 
 * ``auto`` (default): the kernels on CUDA devices (NTT passes, Merkle trees, the
-  out-of-domain sums, batch inversion, the transcript's compressions, the scanned FRI layers'
+  out-of-domain sums and power tables, batch inversion, the transcript's compressions, the scanned FRI layers'
   row work), ``jnp`` elsewhere;
 * ``jnp``: never use the kernels (the baseline the benchmarks compare against);
 * ``interpret``: run every kernel everywhere, in Pallas' interpreter off the GPU -- slow, for
@@ -26,7 +26,8 @@ fused tree levels, generic over an element-wise hash), :mod:`.blake3`, :mod:`.ke
 :mod:`.poseidon2` (the hashes in element-wise form), :mod:`.ood` (columns of coefficients
 evaluated at extension points in one pass), :mod:`.inverse` (batch inversion in one launch),
 :mod:`.sponge` (a transcript's chain of compressions in one launch), :mod:`.fri_scan` (a
-scanned FRI layer's row work, in proportion to the layer).
+scanned FRI layer's row work, in proportion to the layer), :mod:`.powers` (power tables of
+extension elements in one launch).
 """
 
 from __future__ import annotations
