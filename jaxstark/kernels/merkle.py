@@ -222,9 +222,7 @@ def build_nodes(
 
     ``live_shift`` (a traced ``s``; None: 0): only the subtree of node ``2^s`` -- the tree of the
     first ``n >> s`` rows -- is needed. Its nodes are those of the full array, bit for bit; the
-    leaves past it are not hashed, the nodes above it and right of it are left unspecified, and
-    the tree passes stop at the subtree's root: ``ceil((log2 n - s) / r)`` of the full ones (a
-    traced trip count) -- each step of an XLA loop costs tens of microseconds on a GPU."""
+    leaves past it are not hashed, the nodes above it and right of it are left unspecified."""
     h = kernel_hash(hash_name)
     if h is None:
         raise ValueError(f"no kernel form of hash {hash_name!r} is available")
@@ -241,11 +239,7 @@ def build_nodes(
         return _tree_pass(buf, jnp.int32(n) >> (depth * p), h, depth, n, interpret, tiling, shift)
 
     if full:
-        # with a live subtree, only the passes up to its root: levels log n .. s (the rest pass,
-        # always run, then writes only above the root -- or, where every full pass ran, is needed)
-        needed = (n.bit_length() - 1 - shift + depth - 1) // depth
-        count = np.int32(full) if live_shift is None else jnp.minimum(np.int32(full), needed)
-        nodes = jax.lax.fori_loop(np.int32(0), count, step, nodes)
+        nodes = jax.lax.fori_loop(np.int32(0), np.int32(full), step, nodes)
     if len(plan) > full:
         rest = plan[-1]
         nodes = _tree_pass(nodes, jnp.int32(1 << rest), h, rest, 1 << rest, interpret, tiling, shift)
