@@ -177,7 +177,7 @@ def _subtree_rows(log_n: int, shift: int) -> np.ndarray:
     return np.concatenate([np.arange(1 << l, (1 << l) + (1 << (l - shift))) for l in range(shift, log_n + 1)])
 
 
-@pytest.mark.parametrize(("log_n", "shift"), [(6, 0), (6, 3), (7, 5), (5, 5), (8, 2)], ids=str)
+@pytest.mark.parametrize(("log_n", "shift"), [(6, 0), (6, 3), (7, 5), (5, 5), (8, 2), (7, 1), (7, 2)], ids=str)
 def test_build_of_a_leftmost_subtree(log_n, shift):
     """``live_shift``: the subtree of node ``2^shift`` equals the full tree's there, and the
     leaves past it are not hashed (SMALL's 8-row leaf blocks: past the subtree's rows, whole
