@@ -53,9 +53,9 @@ STANDARD = [
     ("commit", 22, 62, 2, "blake3", 25.0),
     ("lde", 21, 316, 2, "", None),
     ("tree", 22, 316, 1, "blake3", None),
-    ("commit", 21, 316, 2, "blake3", 120.0),
+    ("commit", 21, 316, 2, "blake3", 60.0),
     ("tree", 23, 62, 1, "keccak256", None),
-    ("tree", 23, 62, 1, "poseidon2", None),
+    ("tree", 23, 62, 1, "poseidon2", 40.0),
 ]
 QUICK = [
     ("ntt", 10, 8, 1, "", None),
