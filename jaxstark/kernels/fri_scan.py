@@ -21,8 +21,10 @@ rows return at once:
   2^shift``), row 0 is node 0; they are copied to the flat node buffer at the layer's offset.
 
 The leaf and node buffers are updated in place (``input_output_aliases``). Rows past the layer's
-are left as they were, where the twin writes padding that nothing reads; the rows a proof reads
-equal the twin's bit for bit.
+are left as they were, where the twin writes padding that nothing reads; the next leaf array's
+rows past ``h'`` are left unwritten (on a GPU, whatever the allocator held): the next step's tree
+hashes them only into nodes outside the real subtree, if at all. The rows a proof reads equal the
+twin's bit for bit.
 """
 
 from __future__ import annotations
@@ -111,9 +113,17 @@ def place(
     padded tree as digest words (heap order). The caller keeps the writes inside the buffers: a
     Triton kernel addresses raw memory."""
     half = leaf.shape[0]
-    if leaf.shape != (half, 6) or half & (half - 1) or w_pows.shape != (half,) or tree.shape != (2 * half, 4):
+    if (
+        leaf.shape != (half, 6)
+        or half < 1
+        or half & (half - 1)
+        or w_pows.shape != (half,)
+        or tree.shape != (2 * half, 4)
+    ):
         raise ValueError(f"fri_scan.place: leaves (H, 6), w_pows (H,), tree (2H, 4), H a power of two; got "
                          f"{leaf.shape}, {w_pows.shape}, {tree.shape}")  # fmt: skip
+    if tiling.block < 1 or tiling.block & (tiling.block - 1):
+        raise ValueError(f"fri_scan.place: the block's rows must be a power of two, got {tiling.block}")
     block = min(tiling.block, half)
     words_max = max(6 * leaf_buf.shape[0], 4 * node_buf.shape[0], 8 * half)
     index = jnp.int32 if words_max < 2**31 else jnp.int64

@@ -75,6 +75,8 @@ def ext_powers_at(
     if points.shape != (k, 3) or not 1 <= k <= COLUMNS // 3 or exponents.ndim != 1 or not 0 <= nbits <= 64:
         raise ValueError(f"powers.ext_powers_at: points (K, 3) with K in 1..{COLUMNS // 3}, exponents (N,), nbits "
                          f"0..64; got {points.shape}, {exponents.shape}, {nbits}")  # fmt: skip
+    if tiling.lanes < 1 or tiling.lanes & (tiling.lanes - 1):
+        raise ValueError(f"powers.ext_powers_at: the lanes per program must be a power of two, got {tiling.lanes}")
     n = exponents.shape[0]
     if n == 0:
         return jnp.zeros((0, COLUMNS), jnp.uint64)
