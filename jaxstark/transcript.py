@@ -20,9 +20,9 @@ Construction (a duplex over the hash's 2-to-1 compression ``C``, any of the comm
   get independent transcripts, and ``i`` may be traced (``vmap`` over forks).
 
 An operation's compressions -- its tag and then its blocks in turn, a squeeze's batch, or a
-grinding batch's -- are
-one launch of :func:`jaxstark.kernels.sponge.chain` in a program lowered for a CUDA device and a
-``lax.scan`` of ``C`` elsewhere (:meth:`Transcript._chain`); the same values either way.
+grinding batch's -- are one launch of :func:`jaxstark.kernels.sponge.chain` in a program lowered
+for a CUDA device and a ``lax.scan`` of ``C`` elsewhere (:meth:`Transcript._chain`); the same
+values either way.
 
 Sampling without modulo bias worth mentioning:
 

@@ -14,8 +14,8 @@ so a trace made for one platform is never reused for another.
 ``JAXSTARK_KERNELS`` (read once, at import) chooses the posture:
 
 * ``auto`` (default): the kernels on CUDA devices (NTT passes, Merkle trees, the
-  out-of-domain sums and power tables, batch inversion, the transcript's compressions, the scanned FRI layers'
-  row work), ``jnp`` elsewhere;
+  out-of-domain sums and power tables, batch inversion, the transcript's compressions, the
+  scanned FRI layers' row work), ``jnp`` elsewhere;
 * ``jnp``: never use the kernels (the baseline the benchmarks compare against);
 * ``interpret``: run every kernel everywhere, in Pallas' interpreter off the GPU -- slow, for
   testing the kernels' logic on a CPU at small sizes.

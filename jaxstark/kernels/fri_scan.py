@@ -41,12 +41,9 @@ from jaxtyping import Array, Int32, UInt64
 from jaxstark.kernels import field_ptx, launch
 from jaxstark.protocol.algebra import INV2
 
-__all__ = ["Tiling", "TILING", "INTS", "WORDS", "place"]
+__all__ = ["Tiling", "TILING", "WORDS", "place"]
 
-# the step's scalars: INTS int32 (h, shift, the next leaves' row offset, the nodes' row offset)
-# and WORDS uint64 (s_inv, beta's three coordinates)
-INTS = 4
-WORDS = 4
+WORDS = 4  # the step's uint64 scalars: s_inv, beta's three coordinates
 
 
 class Tiling(NamedTuple):
