@@ -28,10 +28,11 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, UInt64
 
+from jaxstark import kernels
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
 from jaxstark.field.val import Val
-from jaxstark.kernels import powers
+from jaxstark.kernels import dot, powers
 from jaxstark.kernels.inverse import ext_batch_inv
 from jaxstark.poly import sum_column_blocks
 from jaxstark.protocol import fiat_shamir as fs
@@ -62,6 +63,15 @@ def _dot_base_ext(t: Array, g: Array) -> Array:
     return sum_column_blocks(partial, t.shape[-1])
 
 
+def _dot_kernel(t: Array, g: Array) -> Array:
+    """:func:`_dot_base_ext` as one kernel pass (:func:`jaxstark.kernels.dot.dot_base_ext`) where
+    its rows tile; the twin elsewhere."""
+    rows = min(dot.TILING.rows, t.shape[0])
+    if t.ndim != 2 or t.shape[0] % rows or rows & (rows - 1):
+        return _dot_base_ext(t, g)
+    return dot.dot_base_ext(t, g, interpret=kernels.interpret())
+
+
 def _dot_ext_ext(h: Array, g: Array) -> Array:
     """sum_j h[..., j, :] * g[j] for extension h (..., P, 3) and g (P, 3) -> (..., 3)."""
     return gl._sum(fext._mul(h, g), -2)
@@ -72,7 +82,8 @@ def deep_combine(xs, trace_rows, aux_rows, parts_rows, ood: OutOfDomain, g_pows,
     (q, P, 3) (:func:`~jaxstark.protocol.algebra.deep_numerators`, :func:`~jaxstark.protocol.algebra.deep_value`),
     over the whole LDE."""
     num_z, num_zg = deep_numerators(
-        lambda t, g: Val(_dot_base_ext(t, g), True), lambda h, g: Val(_dot_ext_ext(h, g), True),
+        lambda t, g: Val(kernels.switch(_dot_base_ext, _dot_kernel, t, g), True),
+        lambda h, g: Val(_dot_ext_ext(h, g), True),
         lambda w: Val(w, True), trace_rows, parts_rows, aux_rows, ood, g_pows,
     )  # fmt: skip
     inverse = lambda d: Val(ext_batch_inv(d.v), True)  # noqa: E731
