@@ -65,6 +65,7 @@ def _rows(t_ref, g_ref, o0_ref, o1_ref, o2_ref, *, cols: int, block_cols: int, f
             prod = f.mul(tile, jnp.broadcast_to(w[None, :], (rows, block_cols)))  # masked columns: 0 * 0
             lo[k] = lo[k] + jnp.sum(prod & _M32, axis=1)
             hi[k] = hi[k] + jnp.sum(prod >> _S32, axis=1)
+    # each half-sum is at most C (2^32 - 1) <= p - 1 (C <= 2^32): canonical already
     two32 = jnp.full((rows,), 1 << 32, jnp.uint64)
     for k, o_ref in enumerate((o0_ref, o1_ref, o2_ref)):
         o_ref[...] = f.add(f.mul(gl._canon(hi[k]), two32), gl._canon(lo[k]))
@@ -77,14 +78,16 @@ def dot_base_ext(
     """``out[r] = sum_c t[r, c] g[c]`` in GF(p^3), for canonical ``t`` (base) and ``g``
     (extension). ``L`` a multiple of the block's rows (a power of two) or smaller."""
     n, cols = t.shape
-    if g.shape != (cols, 3) or not 1 <= cols <= 1 << 32:
-        raise ValueError(f"dot.dot_base_ext: weights ({cols}, 3) for a matrix of {cols} columns; got {g.shape}")
+    if not 1 <= cols <= 1 << 32:
+        raise ValueError(f"dot.dot_base_ext: the matrix must have 1 to 2^32 columns, got {cols}")
+    if g.shape != (cols, 3):
+        raise ValueError(f"dot.dot_base_ext: weights of shape ({cols}, 3) for {cols} columns, got {g.shape}")
     rows = min(tiling.rows, n)
     if n % rows or rows & (rows - 1):
         raise ValueError(f"dot.dot_base_ext: the rows ({n}) must be a multiple of the block's {rows}, a power of two")
     weights = jnp.pad(g, ((0, 0), (0, 1))).reshape(-1)  # 4 words per weight
-    index = jnp.int32 if n * cols < 2**31 else jnp.int64
     block_cols = min(tiling.block_cols, 1 << (cols - 1).bit_length())
+    index = jnp.int32 if max(n * cols, 4 * (cols + block_cols)) < 2**31 else jnp.int64
     f = field_ptx.ops(interpret, tiling.ptx)
     kernel = functools.partial(_rows, cols=cols, block_cols=block_cols, f=f, index=index)
     out = pl.pallas_call(

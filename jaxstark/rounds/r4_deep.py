@@ -66,8 +66,10 @@ def _dot_base_ext(t: Array, g: Array) -> Array:
 def _dot_kernel(t: Array, g: Array) -> Array:
     """:func:`_dot_base_ext` as one kernel pass (:func:`jaxstark.kernels.dot.dot_base_ext`) where
     its rows tile; the twin elsewhere."""
+    if t.ndim != 2 or 0 in t.shape:
+        return _dot_base_ext(t, g)
     rows = min(dot.TILING.rows, t.shape[0])
-    if t.ndim != 2 or t.shape[0] % rows or rows & (rows - 1):
+    if t.shape[0] % rows or rows & (rows - 1):
         return _dot_base_ext(t, g)
     return dot.dot_base_ext(t, g, interpret=kernels.interpret())
 
