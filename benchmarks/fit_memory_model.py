@@ -240,7 +240,7 @@ def fit(path: Path) -> None:
             if e["kind"] != "fit":
                 continue
             log_n, c, a, b, d = e["shape"]
-            f = features(log_n, b, c, a, shape_air(c, a, d).composition_parts)
+            f = features(log_n, b, c, a, shape_air(c, a, d).composition_parts, backend=backend)
             for r in e["rounds"]:
                 if registered(r["name"]).name == name:
                     fr = round_features(r["name"], f, log_n, b, config_for(b).fri_final_degree, backend)

@@ -52,6 +52,7 @@ from jaxstark.rounds import (
     r4_deep,
     r4_fri_layer,
 )
+from jaxstark.transcript import grind_batch
 
 __all__ = ["schedule", "check_shape", "table_chunks"]
 
@@ -348,7 +349,8 @@ def _table_rounds(ex, i, unit, fork, air, public, config, domain, r1, aux, chall
     ex.drop((r1.coeffs, aux_coeffs, comp.parts_coeffs))  # their last use
     deep = (domain, r1.lde, aux_lde, comp.parts_lde, ood, tr), grp(None, b, no_aux, b, b, b)
     fri, tr = _fri(ex, i, deep, config, domain, grp(b, b, None), grp(b, b, None, None))
-    q, _ = _run(ex, i, QUERIES, (tr,), config, grp(b), log_size=domain.log_size)
+    batch = grind_batch(config.grinding_bits, ex.device(i).platform)
+    q, _ = _run(ex, i, QUERIES, (tr,), config, grp(b), log_size=domain.log_size, batch=batch)
     # each commitment opened in a dispatch of its own, and dropped once opened (its roots with it)
     commitments = dict(trace=((r1.lde,), (r1.nodes,)), aux=None if aux is None else ((aux.lde,), (aux.nodes,)),
                        composition=((comp.parts_lde,), (comp.nodes,)), FRI=(fri.leaves, fri.nodes))  # fmt: skip

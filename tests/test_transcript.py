@@ -121,3 +121,19 @@ def test_labels_as_data_absorb_the_same_tags_also_inside_a_scan():
         Transcript.new("x", annotated=True).absorb_digest(encode_label("y"), digest)
     with pytest.raises(ValueError, match="labels"):
         encode_label("x" * 23)
+
+
+def test_the_grinding_batch_follows_the_platform_and_not_the_nonce():
+    """A GPU's batch holds about every nonce a search needs (each step of the search's loop costs
+    it tens of microseconds); the CPU's stays small; the nonce found is the smallest whatever the
+    batch, so the proof bytes do not depend on the platform."""
+    from jaxstark.rounds.r5_queries import queries
+    from jaxstark.transcript import grind_batch
+
+    assert grind_batch(16, "cpu") == 1 << 14 and grind_batch(3, "cpu") == 1 << 6
+    assert grind_batch(16, "cuda") == grind_batch(16, "gpu") == 1 << 18 and grind_batch(5, "cuda") == 1 << 7
+    tr = Transcript.new("grinding batch test")
+    small = queries(tr, grinding_bits=9, num_queries=4, log_size=10, batch=16)
+    large = queries(tr, grinding_bits=9, num_queries=4, log_size=10, batch=grind_batch(9, "cuda"))
+    for a, b in zip(jax.tree.leaves(small), jax.tree.leaves(large), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

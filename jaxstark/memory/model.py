@@ -162,8 +162,10 @@ TREE_BUILD_COEFFS: dict[str, dict[str, float]] = {
 STRATEGIES = ("park", "recompute", "blocks")
 
 
-def features(log_n: int, blowup: int, c: int, a: int, parts: int, grinding_bits: int = 16) -> dict[str, int]:
-    """The quantities of :data:`FEATURES` for one shape."""
+def features(
+    log_n: int, blowup: int, c: int, a: int, parts: int, grinding_bits: int = 16, backend: str = "cpu"
+) -> dict[str, int]:
+    """The quantities of :data:`FEATURES` for one shape on ``backend``."""
     n = 1 << log_n
     size = n * blowup
     whole = c < 2 * COLUMN_BLOCK  # a column reduction takes the batch in one piece
@@ -177,7 +179,7 @@ def features(log_n: int, blowup: int, c: int, a: int, parts: int, grinding_bits:
         "L*c*P": size * c * parts, "L*a": size * a, "L*P": size * parts, "n*c": n * c, "n*a": n * a,
         "n*P": n * parts, "L*cu": size * cu, "L*cb": size * cb, "n*cw": n * cw, "n*cp*k": n * cp * k,
         "Lb*c": lb * c, "Lb*a": lb * a, "Lb*P": lb * parts,
-        "grind": grind_batch(grinding_bits) if grinding_bits else 0, "m": 0, "1": 1,
+        "grind": grind_batch(grinding_bits, backend) if grinding_bits else 0, "m": 0, "1": 1,
     }  # fmt: skip
 
 
@@ -418,7 +420,7 @@ def model(
     g = group
     n, q = 1 << log_n, config.num_queries
     size = n * config.blowup
-    feats = features(log_n, config.blowup, c, a, p, config.grinding_bits)
+    feats = features(log_n, config.blowup, c, a, p, config.grinding_bits, backend)
     park, recompute = _names("park", park), _names("recompute", recompute)
     blocks = dict(blocks or {})
     blockable = {

@@ -205,7 +205,7 @@ ROUNDS: dict[str, Round] = {
         Round(FRI_FINAL, fri_final, ("hash_name", "degree"), _fields(FriCommitment),
               "FRI's small layers (each a tree and a fold) and the final polynomial", (),
               ("tree build", "FRI fold"), _small_layers),
-        Round(QUERIES, queries, ("grinding_bits", "num_queries", "log_size"), _fields(Queries),
+        Round(QUERIES, queries, ("grinding_bits", "num_queries", "log_size", "batch"), _fields(Queries),
               "grinding and the query indices", ("grinding",)),
         Round(OPENINGS, openings, ("hash_name",), _fields(Opened),
               "one commitment's opened rows, their Merkle paths and its roots (a recomputed tree built again "

@@ -27,9 +27,13 @@ class Queries(eqx.Module):
     indices: UInt32[Array, " q"]
 
 
-@functools.partial(jax.jit, static_argnames=("grinding_bits", "num_queries", "log_size"), keep_unused=True)
-def queries(tr: Transcript, *, grinding_bits: int, num_queries: int, log_size: int) -> tuple[Queries, Transcript]:
-    nonce = tr.grind(grinding_bits)
+@functools.partial(jax.jit, static_argnames=("grinding_bits", "num_queries", "log_size", "batch"), keep_unused=True)
+def queries(
+    tr: Transcript, *, grinding_bits: int, num_queries: int, log_size: int, batch: int | None = None
+) -> tuple[Queries, Transcript]:
+    """``batch``: nonces per grinding step (default :func:`~jaxstark.transcript.grind_batch` on
+    the CPU; the schedule passes the device's). The nonce found does not depend on it."""
+    nonce = tr.grind(grinding_bits, batch)
     tr = fs.absorb_nonce(tr, nonce)
     tr, idx = fs.query_positions(tr, num_queries, log_size)
     return Queries(nonce, idx), tr
