@@ -89,12 +89,13 @@ def test_peak_within_twenty_percent_of_xla_on_the_grid(monkeypatch):
 
 
 def test_gpu_peak_within_thirty_five_percent_of_xla_on_the_grid(monkeypatch):
-    """The GPU grid (an H100, recorded 2026-12-06 with the out-of-domain kernel; no GPU needed): the
+    """The GPU grid (an H100, recorded 2026-12-06 with the DEEP row-sum kernel; no GPU needed): the
     peak within 35% of XLA's on every shape, the held-out ones included -- loose where the
     composition binds, since how many per-column constraint values XLA:GPU keeps live follows
     no law of the shape (FIT_QUALITY) -- and the rounds whose temporaries do follow it held
-    closer: out-of-domain within 1% (the kernel holds a few small tables), DEEP within 15% (its
-    temporaries, 110-280 bytes per LDE row once its row sums are formed once, vary with XLA's fusion)."""
+    closer: out-of-domain within 1% (the kernel holds a few small tables), DEEP within 18% (its
+    temporaries, 110-235 bytes per LDE row, take one of a few values that XLA's fusion picks: the
+    same columns, parts and aux at 2^16, 2^20 and 2^22 rows hold 193, 110 and 188 bytes a row)."""
     backend = "gpu"
     meta, data = recorded(backend, monkeypatch)
     held_out = [e for e in data if e["kind"] == "check"]
@@ -103,7 +104,7 @@ def test_gpu_peak_within_thirty_five_percent_of_xla_on_the_grid(monkeypatch):
     assert {s[0] for s in shapes} >= {12, 16, 20, 22} and {s[3] for s in shapes} >= {2, 4}
     assert max(s[1] for s in shapes) >= 600 and min(s[1] for s in shapes) <= 2
     assert any(s[2] for s in shapes) and any(not s[2] for s in shapes)  # with and without aux
-    bounds = {"out-of-domain": 0.01, "DEEP": 0.15}
+    bounds = {"out-of-domain": 0.01, "DEEP": 0.18}
     errors, rounds = {}, {name: (0.0, None) for name in bounds}
     for entry in data:
         m = modelled(entry, backend)

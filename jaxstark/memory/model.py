@@ -116,16 +116,19 @@ TEMP_COEFFS: dict[str, dict[str, tuple[dict[str, float], ...]]] = {
         "trace commit": ({'L': 33.49, 'L*c': 4.518, 'Lb*c': 16.21, '1': 112700.0},),
     },
     "gpu": {
-        "DEEP": ({'L*c': 0.24, 'L*cb': 15.2, 'L*cu': 8.731, 'L*a': 58.46, 'L*P': 27.56}, {'L': 124.1, '1': 431700.0}),
-        "FRI final": ({'m': 223.8},),
+        "DEEP": (
+            {'L': 52.36, 'L*c': 0.05157, 'L*cu': 0.3329, 'L*P': 54.64, '1': 541700.0},
+            {'L*cb': 3.512, 'L*a': 42.4, 'L*P': 82.05},
+        ),
+        "FRI final": ({'m': 191.8},),
         "FRI layer": ({'m': 25.5, '1': 5128.0},),
         "aux commit": ({'L*a': 1.657, 'n*a': 56.44},),
         "composition": ({'L*c': 10.49, 'L*a': 69.45, 'L*P': 26.52},),
         "fork": ({'1': 1536.0},),
         "logup challenges": ({'1': 1536.0},),
         "openings": ({'L': 5.079e-05, '1': 35.24},),
-        "out-of-domain": ({'n': 0.324, 'n*c': 0.5021, 'n*cp*k': 0.004315, 'n*a': 0.6014, 'n*P': 0.5114, '1': 17930.0},),
-        "queries": ({'grind': 256.1},),
+        "out-of-domain": ({'n': 0.1152, 'n*c': 0.5019, 'n*cp*k': 0.01007, 'n*a': 0.6746, 'n*P': 0.4843, '1': 38060.0},),
+        "queries": ({'grind': 288.0},),
         "trace commit": ({'L*c': 0.1109, 'n*c': 6.224},),
     },
 }
@@ -138,10 +141,11 @@ FIT_QUALITY = {
     "blowup 2-8), 2-core AMD EPYC CPU, jax 0.10.2, recorded 2026-12-04 (the out-of-domain sums in blocks of 4096)",
     "gpu": "peak within 29.8% of XLA on 20 held-out shapes (34.7% on the 12 fitted; 2^12-2^22 rows, 2-600 "
     "columns, blowup 2-4), H100, jax 0.11.2, recorded 2026-12-06 (the Merkle kernels, FRI layers up to 2^21 "
-    "scanned, the out-of-domain, inversion and sponge kernels, DEEP's row sums formed once); model/XLA "
-    "0.702-1.209 (fitted 0.791-1.347): loose where the composition binds (how many per-column constraint values "
-    "XLA:GPU's schedule keeps live follows no law of the shape), within 5% on 9 of the 20 held-out shapes; the "
-    "out-of-domain round within 0.3% and DEEP within 15% on every recorded shape",
+    "scanned with the FRI step kernel, the out-of-domain, power-table, inversion and sponge kernels, DEEP's row "
+    "sums as one kernel pass, grinding batches of 2^18); model/XLA 0.702-1.209 (fitted 0.791-1.347): loose where "
+    "the composition binds (how many per-column constraint values XLA:GPU's schedule keeps live follows no law of "
+    "the shape), within 5% on 9 of the 20 held-out shapes; the out-of-domain round within 0.2%, FRI within 5.1% "
+    "and DEEP within 18% on every recorded shape",
 }
 
 
