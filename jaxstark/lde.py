@@ -16,7 +16,10 @@ cached per shape with the size-n twiddles in :class:`LDETables`.
 On a CUDA device the transforms are the Pallas kernels of :mod:`jaxstark.kernels.ntt` and the
 bit reversals cancel: the inverse transform (DIF) leaves the coefficients in bit-reversed order,
 the shift factors are read in that order, and the forward transform (DIT) takes bit-reversed
-input to natural-order output -- no permutation of the big array at all. Elsewhere the plain
+input to natural-order output -- no permutation of the big array at all. The ``blowup`` shifted
+copies are formed in the forward transform's first pass as it loads the coefficients
+(:func:`jaxstark.kernels.ntt.dit_shifted`), so the ``(L, *batch)`` shifted batch is never written
+and read back. Elsewhere the plain
 ``jnp`` path below runs; both give identical values.
 
 Device memory (plain ``jnp`` path): input ``n*c``, shifted batch ``L*c``, butterfly ping-pong
@@ -37,6 +40,8 @@ from jaxtyping import Array, UInt64
 from jaxstark.errors import ShapeError
 from jaxstark.field import goldilocks as gl
 from jaxstark.field import host
+from jaxstark.kernels import interpret as _interpret
+from jaxstark.kernels import ntt as _kntt
 from jaxstark.kernels import switch
 from jaxstark.ntt import (
     HOST_TABLES_UP_TO,
@@ -51,7 +56,6 @@ from jaxstark.ntt import (
     check_rows,
     concrete,
     dif_bitrev,
-    dit_natural,
     on_device,
     resolve_tables,
 )
@@ -143,16 +147,15 @@ def _evaluate_reference(coeffs: Array, tables: LDETables) -> Array:
 
 
 def _extend_bitrev(coeffs_br: Array, tables: LDETables, scale: Array | None = None) -> Array:
-    """The LDE from coefficients in bit-reversed order (optionally times ``scale``): shift,
-    then DIT straight to natural order."""
+    """The LDE from coefficients in bit-reversed order (optionally times ``scale``), by the
+    kernels: the coset copies formed in the first DIT pass, straight to natural order."""
     n = coeffs_br.shape[0]
     batch = coeffs_br.shape[1:]
-    b = 1 << tables.log_blowup
     shifts = _bit_reverse_rows(tables.shifts, tables.log_n)
     if scale is not None:
         shifts = gl._mul(shifts, scale)
-    y = gl._mul(coeffs_br[:, None], shifts.reshape(n, b, *((1,) * len(batch))))
-    return dit_natural(y, tables.ntt.forward).reshape(n * b, *batch)
+    y = _kntt.dit_shifted(coeffs_br.reshape(n, -1), shifts, tables.ntt.forward, interpret=_interpret())
+    return y.reshape(n << tables.log_blowup, *batch)
 
 
 def _evaluate_core(coeffs: Array, tables: LDETables) -> Array:

@@ -227,18 +227,6 @@ def dif_bitrev(x: Array, roots: Array) -> Array:
     )
 
 
-def dit_natural(x: Array, roots: Array) -> Array:
-    """DIT butterflies along axis 0 (bit-reversed in, natural out, unscaled): the Pallas kernel
-    on CUDA; elsewhere a bit-reversal and :func:`_dif_levels` (the same transform). Traceable."""
-    log_n = x.shape[0].bit_length() - 1
-    return switch(
-        lambda a, w: _bit_reverse_rows(_dif_levels(_bit_reverse_rows(a, log_n), w, log_n), log_n),
-        lambda a, w: _kntt.dit(a, w, interpret=_interpret()),
-        x,
-        roots,
-    )
-
-
 def _ntt_core(x: Array, tables: NTTTables) -> Array:
     return _bit_reverse_rows(dif_bitrev(x, tables.forward), tables.log_n)
 

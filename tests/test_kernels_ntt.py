@@ -9,6 +9,7 @@ import pytest
 
 import jaxstark.kernels as kernels
 from jaxstark import gl, lde, ntt
+from jaxstark.errors import ShapeError
 from jaxstark.kernels import ntt as kn
 
 SMALL = kn.Tiling(max_radix_log2=3, lanes=64, block_cols=8)
@@ -35,6 +36,39 @@ def test_dif_and_dit_match_the_reference(log_n, shape, tiling):
         got = kn.dit(ntt._bit_reverse_rows(x, log_n), roots, interpret=True, tiling=tiling)
         want = ntt._bit_reverse_rows(ntt._dif_levels(x, roots, log_n), log_n)
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@pytest.mark.parametrize(
+    ("log_n", "cols", "blowup", "tiling"),
+    [
+        (0, 3, 2, SMALL),
+        (3, 1, 2, SMALL),
+        (5, 5, 4, kn.Tiling(max_radix_log2=2, lanes=32, block_cols=4)),  # columns overhanging the block
+        (6, 8, 2, SMALL),
+        (7, 19, 8, kn.Tiling(max_radix_log2=4, lanes=256, block_cols=16)),
+    ],
+)
+def test_dit_shifted_is_dit_of_the_coset_copies(log_n, cols, blowup, tiling):
+    key = jax.random.PRNGKey(100 + log_n)
+    x = gl.random(key, (1 << log_n, cols))
+    shifts = gl.random(jax.random.fold_in(key, 1), (1 << log_n, blowup))
+    roots = ntt.ntt_tables(log_n).forward
+    copies = gl._mul(x[:, None, :], shifts[:, :, None])
+    want = kn.dit(copies, roots, interpret=True, tiling=tiling)
+    got = kn.dit_shifted(x, shifts, roots, interpret=True, tiling=tiling)
+    assert got.shape == (1 << log_n, blowup, cols)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    # and under vmap (chunked tables batch the LDE over row slices)
+    xs = jnp.stack([x, gl._add(x, x)])
+    got = jax.vmap(lambda a: kn.dit_shifted(a, shifts, roots, interpret=True, tiling=tiling))(xs)
+    np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want))
+    want1 = kn.dit(gl._mul(xs[1][:, None, :], shifts[:, :, None]), roots, interpret=True, tiling=tiling)
+    np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want1))
+
+
+def test_dit_shifted_rejects_mismatched_shifts():
+    with pytest.raises(ShapeError, match="shifts"):
+        kn.dit_shifted(jnp.zeros((8, 2), jnp.uint64), jnp.zeros((4, 2), jnp.uint64), jnp.zeros((4,), jnp.uint64))
 
 
 def test_the_transform_is_the_ntt_by_definition():
@@ -72,6 +106,9 @@ def test_kernels_lower_to_triton(cols):
     for fn in (kn.dif, kn.dit):
         text = jax.jit(fn).trace(x, roots).lower(lowering_platforms=("cuda",)).as_text()
         assert "triton" in text
+    shifts = jax.ShapeDtypeStruct((1 << 12, 4), jnp.uint64)
+    text = jax.jit(kn.dit_shifted).trace(x, shifts, roots).lower(lowering_platforms=("cuda",)).as_text()
+    assert "ntt_dit_shifted" in text
     xs = jax.ShapeDtypeStruct((3, 1 << 8, cols), jnp.uint64)
     jax.jit(jax.vmap(kn.dif, (0, None))).trace(xs, jax.ShapeDtypeStruct((128,), jnp.uint64)).lower(
         lowering_platforms=("cuda",)
@@ -93,7 +130,9 @@ def test_lde_paths_agree_in_the_interpreter(monkeypatch):
     want = {k: jax.jit(f)(x, tables) for k, f in fns.items()}
     monkeypatch.setattr(kernels, "MODE", "interpret")
     for k, f in fns.items():
-        got = jax.jit(f)(x, tables)  # a new function object: traced again, now with kernels
+        # a new function object, so traced again, now with kernels (jit caches traces by the
+        # function: jax.jit(f) of the same f would return the jnp trace)
+        got = jax.jit(lambda a, t, f=f: f(a, t))(x, tables)
         for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want[k]), strict=True):
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w), err_msg=k)
 
@@ -116,3 +155,20 @@ def test_kernels_match_the_cpu_at_full_size(log_n, cols, blowup):
             out[dev.platform] = [np.asarray(v) for v in (ntt.ntt(a), ntt.intt(a), lde.coset_lde(a, blowup))]
     for a, b in zip(out["cpu"], out["gpu"], strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("log_n", "cols", "blowup"), [(22, 64, 2), (16, 316, 4)])
+def test_dit_shifted_matches_dit_of_the_copies_on_a_gpu(log_n, cols, blowup):
+    """The compiled kernels (masked and int32-indexed paths included; the 2^22 case writes 4 GiB)
+    against the compiled plain DIT of the explicit copies."""
+    gpu = jax.devices("gpu")[0]
+    with jax.default_device(gpu):
+        key = jax.random.PRNGKey(log_n)
+        x = gl.random(key, (1 << log_n, cols))
+        shifts = gl.random(jax.random.fold_in(key, 1), (1 << log_n, blowup))
+        roots = ntt.ntt_tables(log_n).forward
+        got = jax.jit(kn.dit_shifted)(x, shifts, roots)
+        want = jax.jit(lambda a, s, w: kn.dit(gl._mul(a[:, None, :], s[:, :, None]), w))(x, shifts, roots)
+        mismatched = int(jnp.sum(got != want))
+    assert mismatched == 0, f"{mismatched} of {got.size} values differ"

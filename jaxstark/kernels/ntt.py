@@ -22,7 +22,15 @@ Both take the transform's root table ``roots[j] = w^j`` (``j < n/2``; ``NTTTable
 ``.inverse``). The level with half-size ``s`` multiplies by ``w_2s^(i mod s)``; inside a pass
 that factor depends only on ``(k, u)``, so each pass reads an ``(R, t)`` table
 (row ``m = 2^j + (k mod 2^j)`` for level ``j`` of the pass, row 0 unused), gathered from
-``roots`` by the surrounding XLA program.
+``roots`` by the surrounding XLA program. In the stride-1 pass (``t = 1``) the first factor of
+every level is ``w^0 = 1``: those ``2^r - 1`` of the pass's ``r 2^(r-1)`` butterflies skip the
+product (about 8% of a 2^22 transform's products).
+
+:func:`dit_shifted` is the forward half of a coset LDE: it forms the ``b`` coset copies
+``x[i] * shift[i, k]`` in the first (stride-1) DIT pass, as it loads the coefficients, instead of
+taking them from an ``(n, b, cols)`` array XLA wrote (at 2^23 x 62 that array is 4 GB written and
+read back). Its grid's fastest axis is the copy, so the ``b`` programs that read one block of
+coefficients run together and all but the first read it from the cache.
 
 Field arithmetic: in a compiled kernel, the inline-PTX ``add/sub/mul`` of
 :mod:`jaxstark.kernels.field_ptx` (``Tiling.ptx``); in the interpreter, and with ``ptx=False``,
@@ -43,7 +51,7 @@ from jaxtyping import Array, UInt64
 
 from jaxstark.kernels import field_ptx, launch
 
-__all__ = ["Tiling", "TILING", "pass_plan", "dif", "dit"]
+__all__ = ["Tiling", "TILING", "pass_plan", "dif", "dit", "dit_shifted"]
 
 
 class Tiling(NamedTuple):
@@ -107,7 +115,38 @@ def _butterfly(f: field_ptx.FieldOps, dif: bool):
     return jax.jit(dit)
 
 
-def _butterflies(x_ref, tw_ref, o_ref, *, r: int, dif: bool, mask_cols: int, f: field_ptx.FieldOps):
+@functools.cache
+def _butterfly_by_one(f: field_ptx.FieldOps):
+    """A butterfly whose factor is ``w^0 = 1``, in either direction: ``(a + b, a - b)``."""
+    return jax.jit(lambda a, b: (f.add(a, b), f.sub(a, b)))
+
+
+def _levels(v: list, tw_ref, *, r: int, dif: bool, unit: bool, f: field_ptx.FieldOps) -> None:
+    """The ``r`` butterfly levels of a pass on the ``R`` row vectors ``v`` (in place). ``unit``:
+    the pass has stride 1, so each level's first factor (``k mod 2^j = 0``) is ``w^0 = 1`` and
+    its butterflies skip the product."""
+    big_r = 1 << r
+    levels = range(r - 1, -1, -1) if dif else range(r)
+    for j in levels:
+        h = 1 << j
+        for k in range(big_r):
+            if k & h:
+                continue
+            if unit and k % h == 0:
+                v[k], v[k + h] = _butterfly_by_one(f)(v[k], v[k + h])
+                continue
+            w = tw_ref[h + (k % h), :][None, :, None]
+            v[k], v[k + h] = _butterfly(f, dif)(v[k], v[k + h], w)
+
+
+def _column_mask(mask_cols: int, shape: tuple[int, ...], axis: int):
+    """Lanes of an overhanging last column block that lie inside the row (``mask_cols`` the row
+    width; the column-block index is grid axis ``axis``)."""
+    live = mask_cols - pl.program_id(axis) * shape[-1]
+    return jax.lax.broadcasted_iota(jnp.int32, shape, len(shape) - 1) < live
+
+
+def _butterflies(x_ref, tw_ref, o_ref, *, r: int, dif: bool, unit: bool, mask_cols: int, f: field_ptx.FieldOps):
     """One pass: ``r`` levels on the ``R`` row slices of a block. ``mask_cols`` (the row
     width, or 0) masks the columns of an overhanging last column block."""
     big_r = 1 << r
@@ -115,19 +154,11 @@ def _butterflies(x_ref, tw_ref, o_ref, *, r: int, dif: bool, mask_cols: int, f: 
     if mask_cols:  # Triton addresses raw memory: overhanging columns would be the next row's
         from jax.experimental.pallas import triton as plt
 
-        live = mask_cols - pl.program_id(2) * bc
-        mask = jax.lax.broadcasted_iota(jnp.int32, (bq, bt, bc), 2) < live
+        mask = _column_mask(mask_cols, (bq, bt, bc), 2)
         v = [plt.load(x_ref.at[:, k, :, :], mask=mask, other=0) for k in range(big_r)]
     else:
         v = [x_ref[:, k, :, :] for k in range(big_r)]
-    levels = range(r - 1, -1, -1) if dif else range(r)
-    for j in levels:
-        h = 1 << j
-        for k in range(big_r):
-            if k & h:
-                continue
-            w = tw_ref[h + (k % h), :][None, :, None]
-            v[k], v[k + h] = _butterfly(f, dif)(v[k], v[k + h], w)
+    _levels(v, tw_ref, r=r, dif=dif, unit=unit, f=f)
     for k in range(big_r):
         if mask_cols:
             plt.store(o_ref.at[:, k, :, :], v[k], mask=mask)
@@ -147,7 +178,9 @@ def _run_pass(x: Array, tw: Array, log_t: int, r: int, dif: bool, tiling: Tiling
     # the interpreter pads overhanging blocks itself; a Triton kernel must mask them
     mask_cols = cols if cols % bc and not interpret else 0
     y = pl.pallas_call(
-        functools.partial(_butterflies, r=r, dif=dif, mask_cols=mask_cols, f=field_ptx.ops(interpret, tiling.ptx)),
+        functools.partial(
+            _butterflies, r=r, dif=dif, unit=log_t == 0, mask_cols=mask_cols, f=field_ptx.ops(interpret, tiling.ptx)
+        ),
         out_shape=jax.ShapeDtypeStruct((q, big_r, t, cols), x.dtype),
         grid=grid,
         in_specs=[block, pl.BlockSpec((big_r, bt), lambda i, j, c: (0, j))],
@@ -184,3 +217,75 @@ def dit(
     """Radix-2^r DIT along axis 0: bit-reversed input, natural-order output (no scaling).
     ``roots[j] = w^j`` for ``j < n/2``. Traceable; n a power of two."""
     return _transform(x, roots, False, interpret, tiling)
+
+
+def _shifted_first_pass(x_ref, s_ref, tw_ref, o_ref, *, r: int, mask_cols: int, f: field_ptx.FieldOps):
+    """The first (stride-1) DIT pass of :func:`dit_shifted` for one coset copy: the block's
+    coefficients times that copy's row shifts, then the ``r`` levels, written to the copy's
+    columns of the output."""
+    big_r = 1 << r
+    bq, _, _, bc = x_ref.shape
+    if mask_cols:
+        from jax.experimental.pallas import triton as plt
+
+        mask = _column_mask(mask_cols, (bq, 1, bc), 2)
+        v = [plt.load(x_ref.at[:, k, :, :], mask=mask, other=0) for k in range(big_r)]
+    else:
+        v = [x_ref[:, k, :, :] for k in range(big_r)]
+    v = [f.mul(v[k], s_ref[:, k, :, :]) for k in range(big_r)]  # (bq, 1, bc) times (bq, 1, 1)
+    _levels(v, tw_ref, r=r, dif=False, unit=True, f=f)
+    for k in range(big_r):
+        if mask_cols:
+            plt.store(o_ref.at[:, k, :, 0, :], v[k], mask=mask)
+        else:
+            o_ref[:, k, :, 0, :] = v[k]
+
+
+def dit_shifted(
+    x: UInt64[Array, " n cols"],
+    shifts: UInt64[Array, " n b"],
+    roots: UInt64[Array, " half"],
+    *,
+    interpret: bool = False,
+    tiling: Tiling = TILING,
+) -> UInt64[Array, " n b cols"]:
+    """``dit(x[:, None, :] * shifts[:, :, None], roots)``: the ``b`` coset copies of a coset
+    extension, each row of ``x`` times its row's ``b`` shifts, transformed along axis 0
+    (bit-reversed in, natural out, unscaled). The copies are formed in the first pass as it
+    loads ``x``, so the ``(n, b, cols)`` product is never written and read back; the copy is
+    the grid's fastest axis, so the ``b`` programs that read one block of ``x`` run together
+    and all but the first find it in the cache. Traceable; n a power of two."""
+    n, cols = x.shape
+    if shifts.ndim != 2 or shifts.shape[0] != n:
+        from jaxstark.errors import ShapeError
+
+        raise ShapeError(f"ntt.dit_shifted: shifts must have shape ({n}, copies), got {shifts.shape}")
+    b = shifts.shape[1]
+    log_n = n.bit_length() - 1
+    plan = pass_plan(log_n, tiling.max_radix_log2)[::-1]
+    if not plan:  # n = 1: no butterflies, only the copies
+        return field_ptx.JNP.mul(x[:, None, :], shifts[:, :, None])
+    log_t, r = plan[0]
+    assert log_t == 0, plan  # a DIT transform starts at stride 1
+    big_r = 1 << r
+    q = n // big_r
+    bc = min(_pow2_ceil(cols), tiling.block_cols)
+    bq = min(q, max(1, tiling.lanes // bc))
+    mask_cols = cols if cols % bc and not interpret else 0
+    y = pl.pallas_call(
+        functools.partial(_shifted_first_pass, r=r, mask_cols=mask_cols, f=field_ptx.ops(interpret, tiling.ptx)),
+        out_shape=jax.ShapeDtypeStruct((q, big_r, 1, b, cols), x.dtype),
+        grid=(b, q // bq, pl.cdiv(cols, bc)),
+        in_specs=[
+            pl.BlockSpec((bq, big_r, 1, bc), lambda k, i, c: (i, 0, 0, c)),
+            pl.BlockSpec((bq, big_r, 1, 1), lambda k, i, c: (i, 0, 0, k)),
+            pl.BlockSpec((big_r, 1), lambda k, i, c: (0, 0)),
+        ],
+        out_specs=pl.BlockSpec((bq, big_r, 1, 1, bc), lambda k, i, c: (i, 0, 0, k, c)),
+        name=f"ntt_dit_shifted_r{r}",
+        **launch(interpret, tiling.num_warps),
+    )(x.reshape(q, big_r, 1, cols), shifts.reshape(q, big_r, 1, b), _twiddles(roots, log_n, 0, r))
+    y = y.reshape(n, b * cols)
+    for log_t, r in plan[1:]:
+        y = _run_pass(y, _twiddles(roots, log_n, log_t, r), log_t, r, False, tiling, interpret)
+    return y.reshape(n, b, cols)
