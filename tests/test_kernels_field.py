@@ -48,6 +48,17 @@ def test_the_interpreter_and_the_opt_out_use_the_jnp_formulas():
     assert field_ptx.ops(interpret=True) is field_ptx.JNP
     assert field_ptx.ops(interpret=False, use_ptx=False) is field_ptx.JNP
     assert field_ptx.ops(interpret=False) is field_ptx.PTX
+    assert field_ptx.ops(interpret=True, use_ptx="mul") is field_ptx.JNP
+
+
+def test_the_mul_form_is_the_ptx_product_with_the_jnp_sums():
+    f = field_ptx.ops(interpret=False, use_ptx="mul")
+    assert (f.add, f.sub, f.mul) == (gl._add, gl._sub, field_ptx.PTX.mul)
+    assert f == field_ptx.ops(False, "mul") and hash(f) == hash(field_ptx.ops(False, "mul"))  # a cache key
+    assert [field_ptx.ptx_form(v) for v in (0, 1, np.True_, "mul")] == [False, True, True, "mul"]
+    for bad in ("add", "True", 2, None):
+        with pytest.raises(ValueError, match="use_ptx must be one of"):
+            field_ptx.ops(interpret=True, use_ptx=bad)
 
 
 @pytest.mark.parametrize("name", ["add", "sub", "mul"])

@@ -15,6 +15,10 @@ carry costs nothing and a correction is one select per half:
 Inputs must be canonical (``< p``); outputs are canonical, bit for bit the values of the
 ``jnp`` functions (tested against them on a GPU; there is no PTX off a CUDA device, so a kernel
 run in Pallas' interpreter uses the ``jnp`` functions: :func:`ops` chooses).
+
+:func:`ops` also gives a mixed form, ``use_ptx="mul"``: the PTX product with the ``jnp`` add and
+subtract, for kernels whose sums do not gain from the PTX add (it ran at 0.87x the ``jnp``
+add's speed in an NTT), so the two can be timed against each other.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import jax.numpy as jnp
 
 from jaxstark.field import goldilocks as gl
 
-__all__ = ["FieldOps", "JNP", "PTX", "ops", "ext_mul"]
+__all__ = ["FieldOps", "JNP", "PTX", "PTX_FORMS", "ptx_form", "ops", "ext_mul"]
 
 # Each block declares its own registers (a PTX ``{ }`` scope), so copies of it in one kernel
 # never clash; $0 is the result, $1 and $2 the operands.
@@ -128,10 +132,33 @@ JNP = FieldOps("jnp", gl._add, gl._sub, gl._mul_inline)
 PTX = FieldOps("ptx", _binary(_ADD), _binary(_SUB), _binary(_MUL))
 
 
-def ops(interpret: bool, use_ptx: bool = True) -> FieldOps:
-    """The field a kernel body uses: inline PTX in a compiled (Triton) kernel when ``use_ptx``,
-    else -- and always in the interpreter -- the ``jnp`` functions."""
-    return PTX if use_ptx and not interpret else JNP
+PTX_FORMS = (False, True, "mul")
+
+
+def ptx_form(use_ptx: bool | str) -> bool | str:
+    """``use_ptx`` checked against :data:`PTX_FORMS` (``False``: the ``jnp`` functions; ``True``:
+    all three in PTX; ``"mul"``: the PTX product, ``jnp`` add and subtract); bool-like values
+    (``0``, ``np.True_``) come back as ``bool``."""
+    if isinstance(use_ptx, str):
+        if use_ptx == "mul":
+            return use_ptx
+    elif use_ptx in (False, True):
+        return bool(use_ptx)
+    raise ValueError(f"field_ptx: use_ptx must be one of {PTX_FORMS}, got {use_ptx!r}")
+
+
+def ops(interpret: bool, use_ptx: bool | str = True) -> FieldOps:
+    """The field a kernel body uses: inline PTX in a compiled (Triton) kernel when ``use_ptx``
+    (only the product when it is ``"mul"``), else -- and always in the interpreter -- the
+    ``jnp`` functions. ``use_ptx`` is checked (:func:`ptx_form`) in the interpreter too."""
+    form = ptx_form(use_ptx)
+    if interpret or form is False:
+        return JNP
+    if form is True:
+        return PTX
+    # built per call (from the module's PTX, so a test may stand other functions in for it); the
+    # instances are equal and hash alike, as cache keys must
+    return FieldOps("ptx-mul", JNP.add, JNP.sub, PTX.mul)
 
 
 def ext_mul(f: FieldOps, a: tuple, b: tuple) -> tuple:
