@@ -8,6 +8,11 @@ loops: the default, interpreter-friendly forms (``KECCAK``, ``POSEIDON2``) are c
 width, plain and in Pallas' interpreter; the unrolled forms meant for compiled kernels
 (``unroll=True``, and Poseidon2's ``"all"``), whose XLA compile is slow, are checked op by op
 without ``jit`` on a few widths.
+
+Poseidon2's PTX field forms (``ptx=True`` and ``"mul"``) compute only on a GPU; here their code
+path -- the field operations taken from a ``FieldOps``, the multipliers built at run time -- runs
+with the PTX functions stood in for by wrapped ``jnp`` ones, and the real PTX reaches the Triton
+lowering.
 """
 
 import dataclasses
@@ -22,10 +27,12 @@ import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plt
 
+from jaxstark.field import goldilocks as gl
 from jaxstark.hash import keccak as jkeccak
 from jaxstark.hash import poseidon2 as jposeidon2
 from jaxstark.hash.encoding import bytes_to_words, words_to_bytes
 from jaxstark.hash.interface import get_hash
+from jaxstark.kernels import field_ptx
 from jaxstark.kernels import keccak as kkeccak
 from jaxstark.kernels import poseidon2 as kposeidon2
 from jaxstark.kernels.keccak import KECCAK, KeccakKernelHash
@@ -40,6 +47,7 @@ KERNEL_HASHES = {"keccak256": KECCAK, "poseidon2": POSEIDON2}
 KECCAK_COMPILED = dataclasses.replace(KECCAK, unroll=True)
 POSEIDON2_COMPILED = dataclasses.replace(POSEIDON2, unroll=True)
 POSEIDON2_UNROLLED = Poseidon2KernelHash(unroll="all")
+PTX_ADD, PTX_MUL = "addc.cc.u32 t1, a1, b1", "madc.hi"  # a line of field_ptx's add, and of its product
 LANES = 16  # lanes per call: two interpret-mode programs of 8
 
 
@@ -243,6 +251,64 @@ def test_kernel_variants_match_the_jnp_hash_op_by_op(h, widths, compress):
         _assert_words_equal(got, want, f"{h} compress")
 
 
+# --- Poseidon2's PTX field forms, with jnp stand-ins for the PTX ---------------------------------
+
+
+def _stand_in(fn):
+    """``fn`` under another function object: to the permutation a product that is not
+    ``_mul_inline`` -- so it takes the PTX forms' path, multipliers built at run time -- with
+    ``jnp``'s values."""
+    return lambda a, b: fn(a, b)
+
+
+@pytest.fixture
+def ptx_stand_ins(monkeypatch):
+    """``field_ptx.PTX`` replaced by wrapped ``jnp`` functions: ``field_ptx.ops`` (and so the
+    kernel hash's ``ptx`` forms) then runs the PTX forms' code on a CPU."""
+    stand_ins = field_ptx.FieldOps("stand-in", *(_stand_in(fn) for fn in (gl._add, gl._sub, gl._mul_inline)))
+    monkeypatch.setattr(field_ptx, "PTX", stand_ins)
+    return stand_ins
+
+
+@pytest.mark.parametrize("ptx", [True, "mul"])
+@pytest.mark.parametrize("unroll", kposeidon2.UNROLL)
+def test_the_ptx_forms_permutation_matches_the_jnp_permutation(ptx, unroll, ptx_stand_ins):
+    """Every unroll form with ``field_ptx.ops``' operations for ``ptx`` (the PTX functions stood
+    in for): whole random states, the known answer and edge values, against
+    :func:`jaxstark.hash.poseidon2.permute`. ``"none"`` under ``jit``; the unrolled forms, whose
+    XLA compile is slow, op by op."""
+    ops = field_ptx.ops(interpret=False, use_ptx=ptx)
+    assert ops.mul is ptx_stand_ins.mul and not kposeidon2._splits_statics(ops)
+    assert (ops.add, ops.sub) == ((ptx_stand_ins.add, ptx_stand_ins.sub) if ptx is True else (gl._add, gl._sub))
+    lanes = 8 if unroll == "none" else 2
+    states = _rows(lanes, 12)
+    states[0] = np.arange(12, dtype=np.uint64)  # the known-answer input
+    states[1] = np.uint64(P - 1)
+    want = np.asarray(jposeidon2.permute(jnp.asarray(states)))
+    permute = lambda s: jnp.stack(kposeidon2.permute(_split(s), unroll, ops), axis=-1)  # noqa: E731
+    if unroll == "none":
+        got = jax.jit(permute)(jnp.asarray(states))
+    else:
+        with jax.disable_jit():
+            got = permute(jnp.asarray(states))
+    _assert_words_equal(got, want, f"poseidon2 permutation, unroll {unroll}, ptx {ptx}")
+    assert int(np.asarray(got)[0, 0]) == 0x01EAEF96BDF1C0C1
+
+
+@pytest.mark.parametrize("ptx", [True, "mul"])
+def test_the_ptx_forms_hash_matches_the_jnp_hash(ptx, ptx_stand_ins):
+    """The kernel hash with ``ptx`` on (its operations from ``field_ptx.ops``, stood in for):
+    leaves of two widths and node compressions, in an interpreted ``pallas_call``."""
+    h = Poseidon2KernelHash(ptx=ptx)
+    assert h.ops == field_ptx.ops(interpret=False, use_ptx=ptx) and h.ops.mul is ptx_stand_ins.mul
+    for width in (8, 17):
+        got = _leaf_pallas(h, width, 8, interpret=True)(jnp.asarray(ROWS[width]))
+        _assert_words_equal(got, _oracle_leaves("poseidon2")[width], f"poseidon2 ptx {ptx} leaf, width {width}")
+    left, right = _words(LANES), _words(LANES)
+    got = _compress_pallas(h, 8, interpret=True)(jnp.asarray(left), jnp.asarray(right))
+    _assert_words_equal(got, _oracle_compress("poseidon2", left, right), f"poseidon2 ptx {ptx} compress")
+
+
 # --- the Triton lowering ----------------------------------------------------------------------
 
 
@@ -254,6 +320,7 @@ def test_kernel_variants_match_the_jnp_hash_op_by_op(h, widths, compress):
         (POSEIDON2, True),
         (POSEIDON2_COMPILED, True),
         (POSEIDON2_UNROLLED, False),
+        *((Poseidon2KernelHash(unroll=u, ptx=x), u != "all") for x in (True, "mul") for u in kposeidon2.UNROLL),
     ],
     ids=lambda v: str(v) if not isinstance(v, bool) else "",
 )
@@ -265,11 +332,15 @@ def test_triton_lowering_succeeds(h, leaf):
     compression -- the same permutation)."""
     words = jax.ShapeDtypeStruct((1024, 4), jnp.uint64)
     node = jax.jit(_compress_pallas(h, 256, interpret=False)).trace(words, words).lower(lowering_platforms=("cuda",))
-    assert "triton" in node.as_text()
+    texts = [node.as_text()]
     if leaf:
         rows = jax.ShapeDtypeStruct((1024, 316), jnp.uint64)
         lowered = jax.jit(_leaf_pallas(h, 316, 256, interpret=False)).trace(rows).lower(lowering_platforms=("cuda",))
-        assert "triton" in lowered.as_text()
+        texts.append(lowered.as_text())
+    ptx = getattr(h, "ptx", False)
+    for text in texts:  # Poseidon2's PTX forms: the products in PTX, the additions too for ptx=True
+        assert "triton" in text
+        assert (PTX_MUL in text, PTX_ADD in text) == (bool(ptx), ptx is True)
 
 
 # --- the interface --------------------------------------------------------------------------
@@ -282,6 +353,16 @@ def test_interface_names_variants_and_errors():
     assert KECCAK == KeccakKernelHash(unroll=False) and KECCAK_COMPILED.unroll is True
     with pytest.raises(ValueError, match="unroll must be one of"):
         Poseidon2KernelHash(unroll="rounds")
+    assert POSEIDON2.ptx is False and POSEIDON2.ops is field_ptx.JNP and POSEIDON2 == Poseidon2KernelHash(ptx=0)
+    assert Poseidon2KernelHash(ptx=1).ptx is True and Poseidon2KernelHash(ptx=True).ops is field_ptx.PTX
+    mul_form = Poseidon2KernelHash(unroll=True, ptx="mul")
+    assert hash(mul_form) == hash(Poseidon2KernelHash(unroll="positions", ptx="mul")) and mul_form != POSEIDON2_COMPILED
+    assert (mul_form.ops.add, mul_form.ops.sub, mul_form.ops.mul) == (gl._add, gl._sub, field_ptx.PTX.mul)
+    for bad in ("add", "ptx", 2, None):
+        with pytest.raises(ValueError, match="ptx must be one of"):
+            Poseidon2KernelHash(ptx=bad)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        POSEIDON2.ptx = True
     for h in (KECCAK, POSEIDON2):
         with pytest.raises(ValueError, match="width must be >= 1"):
             h.leaf(lambda j: jnp.zeros(4, jnp.uint64), 0)

@@ -62,21 +62,21 @@ def _sbox(x, mul=gl._mul):
     return mul(x6, x)
 
 
-def _dbl(x):
-    return gl._add(x, x)
+def _dbl(x, add=gl._add):
+    return add(x, x)
 
 
-def _m4(a, b, c, d):
+def _m4(a, b, c, d, add=gl._add):
     """The 4x4 block applied to one chunk (a, b, c, d), as an addition chain:
-    rows (5 7 1 3), (4 6 1 1), (1 3 5 7), (1 1 4 6)."""
-    ab = gl._add(a, b)  # a + b
-    cd = gl._add(c, d)  # c + d
-    b2cd = gl._add(_dbl(b), cd)  # 2b + c + d
-    d2ab = gl._add(_dbl(d), ab)  # a + b + 2d
-    r3 = gl._add(_dbl(_dbl(cd)), d2ab)  # a + b + 4c + 6d
-    r1 = gl._add(_dbl(_dbl(ab)), b2cd)  # 4a + 6b + c + d
-    r0 = gl._add(d2ab, r1)  # 5a + 7b + c + 3d
-    r2 = gl._add(b2cd, r3)  # a + 3b + 5c + 7d
+    rows (5 7 1 3), (4 6 1 1), (1 3 5 7), (1 1 4 6) (``add``: a kernel body may pass its own)."""
+    ab = add(a, b)  # a + b
+    cd = add(c, d)  # c + d
+    b2cd = add(_dbl(b, add), cd)  # 2b + c + d
+    d2ab = add(_dbl(d, add), ab)  # a + b + 2d
+    r3 = add(_dbl(_dbl(cd, add), add), d2ab)  # a + b + 4c + 6d
+    r1 = add(_dbl(_dbl(ab, add), add), b2cd)  # 4a + 6b + c + d
+    r0 = add(d2ab, r1)  # 5a + 7b + c + 3d
+    r2 = add(b2cd, r3)  # a + 3b + 5c + 7d
     return r0, r1, r2, r3
 
 

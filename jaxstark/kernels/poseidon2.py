@@ -6,9 +6,8 @@ The same digests as :class:`jaxstark.hash.interface.Poseidon2Hash` (``hash_rows`
 ``uint64`` state vectors instead of one ``(..., 12)`` array: no gathers, stacks, reshapes or
 concatenations, only ``+``, ``*``, shifts, bitwise ops, comparisons, ``jnp.where``, casts and
 ``lax.fori_loop`` -- the subset a Pallas kernel (Triton backend) lowers, which also runs as
-plain ``jnp``. The field arithmetic is
-:mod:`jaxstark.field.goldilocks`' (``_add``, ``_sub``, ``_mul_inline``, ``_canon``), the S-box and the
-4x4 block of the external layer are :mod:`jaxstark.hash.poseidon2`'s, and the constants are
+plain ``jnp``. The S-box and the 4x4 block of the external layer are
+:mod:`jaxstark.hash.poseidon2`'s (given this module's add and multiply), and the constants are
 :mod:`jaxstark.hash.poseidon2_constants`.
 
 Every vector has one common shape ``S`` (one lane per independent message); a digest is four
@@ -41,16 +40,35 @@ interpreter-friendly :data:`POSEIDON2`, as for the other in-kernel hashes. The t
 the same functions and give the same digests; they have not yet been timed against each other
 on a GPU.
 
+**Field arithmetic.** Every add, subtract and product of the permutation (round constants, the
+S-boxes, the external layer's 4x4 blocks and column sums, the internal layer's diagonal products
+and the sum added to them) goes through a :class:`~jaxstark.kernels.field_ptx.FieldOps`, chosen
+by ``ptx`` (:data:`PTX_FORMS`, as :func:`jaxstark.kernels.field_ptx.ops`):
+
+* ``False`` (:data:`POSEIDON2`'s): :mod:`jaxstark.field.goldilocks`' ``_add``, ``_sub`` and
+  ``_mul_inline`` -- plain ``jnp``, for Pallas' interpreter and XLA;
+* ``True``: the inline PTX of :mod:`jaxstark.kernels.field_ptx` for all three;
+* ``"mul"``: the PTX product, the ``jnp`` add and subtract (the PTX add ran at 0.87x the
+  ``jnp`` one's speed in an NTT; both forms are kept to be timed).
+
+PTX exists only in a compiled kernel: the Merkle and sponge kernels take ``ptx`` from their
+``Tiling`` when compiled and use ``ptx=False`` in the interpreter
+(:func:`jaxstark.kernels.merkle._compiled_form`). The sum of the twelve elements in the internal
+layer stays plain 64-bit additions with a wrap count (``_sum``) in every form, and the final
+reductions of a node's inputs are ``goldilocks._canon``.
+
 **No uint64 literal >= 2^63.** Pallas' Triton lowering crashes on one (``std::bad_cast``), and
 many round and diagonal constants are that large:
 
 * a constant picked by a traced round index is ``(h << 1) | b`` with ``h = c >> 1`` chosen by a
   ``jnp.where`` chain (never a table lookup, which would be a gather) and the low bit ``b`` taken
   from a bit mask, so the large value only exists at run time;
-* adding a static ``c >= 2^63`` is written as subtracting ``p - c`` (below ``2^63``);
-* a static multiplier goes through ``goldilocks._mul_inline``, which splits it into 32-bit limbs in
-  numpy before anything is traced; a multiplier carried by a loop is built at run time as
-  ``(hi << 32) | lo``.
+* adding a static ``c >= 2^63`` is written as subtracting ``p - c`` (below ``2^63``), in every
+  field form;
+* with the ``jnp`` product, a static multiplier goes through ``goldilocks._mul_inline``, which
+  splits it into 32-bit limbs in numpy before anything is traced; a multiplier carried by a
+  loop, and with any other product (PTX's, which takes whole 64-bit operands) every multiplier
+  ``>= 2^63``, is built at run time as ``(hi << 32) | lo``.
 
 A row's 8-element chunks are absorbed in one ``fori_loop`` (one permutation in the program
 whatever the width); the columns past the row's end read as zero.
@@ -71,8 +89,10 @@ from jaxstark.field import goldilocks as gl
 from jaxstark.hash import poseidon2 as _p
 from jaxstark.hash import poseidon2_constants as _c
 from jaxstark.hash.interface import POSEIDON2_NODE_CAPACITY
+from jaxstark.kernels import field_ptx
+from jaxstark.kernels.field_ptx import FieldOps
 
-__all__ = ["Poseidon2KernelHash", "POSEIDON2", "permute", "UNROLL"]
+__all__ = ["Poseidon2KernelHash", "POSEIDON2", "permute", "UNROLL", "PTX_FORMS"]
 
 Vec = UInt64[Array, "*lanes"]
 Digest = tuple[Vec, Vec, Vec, Vec]
@@ -82,6 +102,7 @@ WIDTH = _c.WIDTH
 RATE = 8
 CHUNKS = WIDTH // 4
 UNROLL = ("none", "positions", "all")
+PTX_FORMS = field_ptx.PTX_FORMS
 _UNROLL_ALIASES = {False: "none", True: "positions"}
 _PARTIAL_AT = _c.ROUNDS_F // 2  # the partial rounds run before this full round
 _TOP = 1 << 63
@@ -127,23 +148,38 @@ def _pick(i: int | Array, values: Sequence[int]) -> Const:
     return (h << np.uint64(1)) | b
 
 
-def _add_c(x: Vec, c: Const) -> Vec:
+def _splits_statics(f: FieldOps) -> bool:
+    """Whether ``f``'s product is ``_mul_inline``, which splits a static multiplier into 32-bit
+    limbs in numpy; any other product (PTX's) must get a multiplier >= 2^63 built at run time."""
+    return f.mul is gl._mul_inline
+
+
+def _add_c(x: Vec, c: Const, f: FieldOps) -> Vec:
     """``x + c`` mod p; a static ``c >= 2^63`` is subtracted as ``p - c`` instead."""
     if not isinstance(c, int):
-        return gl._add(x, c)
+        return f.add(x, c)
     if c < _TOP:
-        return gl._add(x, np.uint64(c))
-    return gl._sub(x, np.uint64(gl.P - c))
+        return f.add(x, np.uint64(c))
+    return f.sub(x, np.uint64(gl.P - c))
 
 
-def _mul_c(x: Vec, d: Const) -> Vec:
-    """``x * d`` mod p (a static ``d`` is split into 32-bit limbs in numpy by ``_mul_inline``)."""
-    return gl._mul_inline(x, np.uint64(d) if isinstance(d, int) else d)
+def _mul_c(x: Vec, d: Const, f: FieldOps) -> Vec:
+    """``x * d`` mod p: a static ``d`` is split into 32-bit limbs in numpy by ``_mul_inline``, or,
+    for another product, built at run time (:func:`_runtime_u64`; the compiler folds the shift
+    and the or back into one constant, past the point where a literal >= 2^63 would crash)."""
+    if isinstance(d, int):
+        d = np.uint64(d) if _splits_statics(f) else _runtime_u64(d)
+    return f.mul(x, d)
 
 
 def _sum(xs: Sequence[Vec]) -> Vec:
     """Sum of canonical elements mod p: plain 64-bit additions counting the wrap-arounds, each
-    worth ``2^64 = 2^32 - 1`` (mod p), folded in once at the end (fewer than ``2^32`` terms)."""
+    worth ``2^64 = 2^32 - 1`` (mod p), folded in once at the end (fewer than ``2^32`` terms).
+
+    Plain ``jnp`` in every field form: per term one 64-bit add and one compare feeding a counter,
+    and a single fold at the end, where eleven field additions (PTX's or ``jnp``'s) would each
+    fold their own carry -- so the PTX add has nothing to save here, and the sum is the same
+    program whichever field the rest of the permutation uses."""
     s = xs[0]
     wraps = None
     for v in xs[1:]:
@@ -158,46 +194,46 @@ def _sum(xs: Sequence[Vec]) -> Vec:
     return gl._canon(u)
 
 
-def _external_layer(x: Sequence[Vec], unrolled: bool) -> tuple[Vec, ...]:
+def _external_layer(x: Sequence[Vec], unrolled: bool, f: FieldOps) -> tuple[Vec, ...]:
     """``circ(2*M4, M4, M4)``: the 4x4 block on each chunk of 4 (one chunk per step, the column
     sums accumulated on the way), then the column sums added to every chunk."""
 
     def mix(k, carry):
         x, col = carry
-        y = _p._m4(*x[:4])
-        col = y if isinstance(k, int) and k == 0 else tuple(gl._add(a, b) for a, b in zip(col, y, strict=True))
+        y = _p._m4(*x[:4], add=f.add)
+        col = y if isinstance(k, int) and k == 0 else tuple(f.add(a, b) for a, b in zip(col, y, strict=True))
         return (*x[4:], *y), col
 
     zero = jnp.zeros_like(x[0])
     x, col = _loop(CHUNKS, mix, (tuple(x), (zero,) * 4), unrolled)
 
     def spread(k, x):
-        return (*x[4:], *(gl._add(a, b) for a, b in zip(x[:4], col, strict=True)))
+        return (*x[4:], *(f.add(a, b) for a, b in zip(x[:4], col, strict=True)))
 
     return _loop(CHUNKS, spread, x, unrolled)
 
 
-def _sbox_layer(x: Sequence[Vec], consts: Sequence[Const], unrolled: bool) -> tuple[Vec, ...]:
+def _sbox_layer(x: Sequence[Vec], consts: Sequence[Const], unrolled: bool, f: FieldOps) -> tuple[Vec, ...]:
     """``x_k <- (x_k + c_k)^7`` for every position, one position per step."""
     if not unrolled:
         consts = tuple(_runtime_u64(c) if isinstance(c, int) else c for c in consts)
 
     def step(k, carry):
         x, c = carry
-        return (*x[1:], _p._sbox(_add_c(x[0], c[0]), gl._mul_inline)), (*c[1:], c[0])
+        return (*x[1:], _p._sbox(_add_c(x[0], c[0], f), f.mul)), (*c[1:], c[0])
 
     x, _ = _loop(WIDTH, step, (tuple(x), tuple(consts)), unrolled)
     return x
 
 
-def _internal_layer(x: Sequence[Vec], unrolled: bool) -> tuple[Vec, ...]:
+def _internal_layer(x: Sequence[Vec], unrolled: bool, f: FieldOps) -> tuple[Vec, ...]:
     """``x_i <- d_i * x_i + sum(x)``, one position per step."""
     s = _sum(x)
     diag = _DIAG if unrolled else tuple(_runtime_u64(d) for d in _DIAG)
 
     def step(k, carry):
         x, d = carry
-        return (*x[1:], gl._add(_mul_c(x[0], d[0]), s)), (*d[1:], d[0])
+        return (*x[1:], f.add(_mul_c(x[0], d[0], f), s)), (*d[1:], d[0])
 
     x, _ = _loop(WIDTH, step, (tuple(x), diag), unrolled)
     return x
@@ -212,18 +248,20 @@ def _unroll_form(unroll: bool | str) -> str:
     return form
 
 
-def permute(state: Sequence[Vec], unroll: bool | str = "none") -> tuple[Vec, ...]:
+def permute(state: Sequence[Vec], unroll: bool | str = "none", ops: FieldOps = field_ptx.JNP) -> tuple[Vec, ...]:
     """The Poseidon2 permutation on 12 canonical element vectors, element-wise (the same function
-    as :func:`jaxstark.hash.poseidon2.permute`); ``unroll`` as in the module docstring."""
+    as :func:`jaxstark.hash.poseidon2.permute`); ``unroll`` as in the module docstring, ``ops``
+    the field's add, subtract and multiply (:func:`jaxstark.kernels.field_ptx.ops`)."""
     unroll = _unroll_form(unroll)
+    f = ops
     if len(state) != WIDTH:
         raise ValueError(f"poseidon2 permute: expected {WIDTH} element vectors, got {len(state)}")
     rounds_unrolled = unroll == "all"
     positions_unrolled = unroll != "none"
 
     def partial_round(i, x):
-        x0 = _p._sbox(_add_c(x[0], _pick(i, _INT_RC)), gl._mul_inline)
-        return _internal_layer((x0, *x[1:]), positions_unrolled)
+        x0 = _p._sbox(_add_c(x[0], _pick(i, _INT_RC), f), f.mul)
+        return _internal_layer((x0, *x[1:]), positions_unrolled, f)
 
     def full_round(r, x):
         if isinstance(r, int):
@@ -231,10 +269,10 @@ def permute(state: Sequence[Vec], unroll: bool | str = "none") -> tuple[Vec, ...
         else:
             partials = jnp.where(r == _PARTIAL_AT, np.int32(len(_INT_RC)), np.int32(0))
         x = _loop(partials, partial_round, x, rounds_unrolled)
-        x = _sbox_layer(x, [_pick(r, column) for column in _EXT_RC_BY_POSITION], positions_unrolled)
-        return _external_layer(x, positions_unrolled)
+        x = _sbox_layer(x, [_pick(r, column) for column in _EXT_RC_BY_POSITION], positions_unrolled, f)
+        return _external_layer(x, positions_unrolled, f)
 
-    x = _external_layer(state, positions_unrolled)
+    x = _external_layer(state, positions_unrolled, f)
     return _loop(len(_EXT_RC), full_round, x, rounds_unrolled)
 
 
@@ -246,16 +284,34 @@ class Poseidon2KernelHash:
     a row of ``width`` canonical elements (state ``[0]*8 + [width, 0, 0, 0]``; each 8-element
     chunk, the last zero-padded, overwrites ``state[0:8]`` before a permutation);
     ``compress(left, right)`` is ``permute(left || right || (0, 2, 0, 0))[0:4]`` after reducing
-    the digest words mod p. Frozen and hashable, so an instance can be a static argument."""
+    the digest words mod p. Frozen and hashable, so an instance can be a static argument.
+
+    ``unroll`` picks the loops (module docstring); ``ptx`` the field arithmetic of the
+    permutation, one of :data:`PTX_FORMS`: ``False`` the ``jnp`` functions, ``True`` every add,
+    subtract and product as inline PTX, ``"mul"`` only the products. An instance with ``ptx`` on
+    is the form a *compiled* kernel runs (there is no PTX in Pallas' interpreter):
+    :func:`jaxstark.kernels.merkle._compiled_form` gives a kernel the form for its launch, which
+    in the interpreter has ``ptx=False``."""
 
     unroll: bool | str = False
+    ptx: bool | str = False
     name: ClassVar[str] = "poseidon2"
 
     def __post_init__(self):
         object.__setattr__(self, "unroll", _unroll_form(self.unroll))
+        try:
+            object.__setattr__(self, "ptx", field_ptx.ptx_form(self.ptx))
+        except ValueError:
+            raise ValueError(f"poseidon2: ptx must be one of {PTX_FORMS}, got {self.ptx!r}") from None
+
+    @property
+    def ops(self) -> FieldOps:
+        """The permutation's field operations: ``field_ptx.ops`` of a compiled kernel for
+        ``ptx`` (the interpreter's kernels get a ``ptx=False`` copy of the hash instead)."""
+        return field_ptx.ops(interpret=False, use_ptx=self.ptx)
 
     def _permute(self, state):
-        return permute(state, self.unroll)
+        return permute(state, self.unroll, self.ops)
 
     def leaf(self, load: Callable[[int | Array], Vec], width: int) -> Digest:
         """Digest of each lane's row; ``load(j)`` gives column ``j`` (``j`` a Python int or a
