@@ -21,8 +21,10 @@ import pytest
 from jaxstark import gl, kernels, lde, merkle
 from jaxstark.hash.encoding import bytes_to_words, words_to_bytes
 from jaxstark.hash.interface import get_hash
+from jaxstark.kernels import field_ptx
 from jaxstark.kernels import merkle as km
 from jaxstark.kernels.blake3 import BLAKE3, Blake3KernelHash
+from jaxstark.kernels.poseidon2 import Poseidon2KernelHash
 from tests.reference import REFERENCE_HASHES, merkle_root
 
 
@@ -40,6 +42,8 @@ def _lowering_for_cuda_without_a_gpu(monkeypatch):
 P = 2**64 - 2**32 + 1
 RNG = np.random.default_rng(20261201)
 SMALL = km.Tiling(leaf_block=8, tree_block=4, max_levels=2)  # several programs, masked upper passes
+PTX_FORMS = [False, True, "mul"]  # Poseidon2's field arithmetic in a compiled kernel (Tiling.ptx)
+PTX_ADD, PTX_MUL = "addc.cc.u32 t1, a1, b1", "madc.hi"  # a line of field_ptx's add, and of its product
 
 
 def _rows(n: int, width: int) -> np.ndarray:
@@ -162,6 +166,33 @@ def test_other_kernel_hashes_build_the_reference_tree(name):
     want = jax.jit(merkle._reference_build, static_argnums=1)(jnp.asarray(m), name)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     assert bytes(np.asarray(got)[1]) == merkle_root(m.tolist(), name)
+
+
+def test_the_tiling_sets_poseidon2s_field_form_in_compiled_kernels_only():
+    """``Tiling.ptx`` (on by default) reaches a compiled kernel's Poseidon2; the interpreter's
+    runs the jnp functions whatever the tiling or the hash says; BLAKE3 has no such field."""
+    h = km.kernel_hash("poseidon2")
+    assert km.Tiling().ptx is True and km.TILINGS["poseidon2"].ptx is True and h.ptx is False
+    for ptx in PTX_FORMS:
+        tiling = km.TILINGS["poseidon2"]._replace(ptx=ptx, unroll=True)
+        compiled = km._compiled_form(h, False, tiling)
+        assert compiled == Poseidon2KernelHash(unroll=True, ptx=ptx)
+        assert compiled.ops == field_ptx.ops(interpret=False, use_ptx=ptx)
+        assert km._compiled_form(h, True, tiling) is h
+        assert km._compiled_form(Poseidon2KernelHash(ptx=ptx), True, tiling) == h
+    assert km._compiled_form(BLAKE3, False, km.Tiling(ptx="mul")) == dataclasses.replace(BLAKE3, unroll=False)
+
+
+@pytest.mark.parametrize("ptx", [True, "mul"])
+def test_interpreted_poseidon2_kernels_ignore_the_ptx_form(ptx):
+    """A tiling or a hash asking for PTX still builds the reference tree in the interpreter."""
+    m = jnp.asarray(_rows(8, 9))
+    tiling = SMALL._replace(ptx=ptx)
+    buf = jax.jit(lambda r: km.leaf_digests(r, Poseidon2KernelHash(ptx=ptx), interpret=True, tiling=tiling))(m)
+    np.testing.assert_array_equal(np.asarray(words_to_bytes(buf[8:])), np.asarray(get_hash("poseidon2").hash_rows(m)))
+    got = jax.jit(lambda x: km.build_nodes(x, "poseidon2", interpret=True, tiling=tiling))(m)
+    want = jax.jit(merkle._reference_build, static_argnums=1)(m, "poseidon2")
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
 def test_commit_takes_the_kernels_in_the_interpret_posture(monkeypatch):
@@ -327,6 +358,27 @@ def test_the_posture_decides_tree_and_ntt_kernels_together(mode, monkeypatch):
     assert ("triton" in text.as_text()) == (mode == "auto")
 
 
+@pytest.mark.parametrize("unroll", [False, True], ids=["rolled", "unrolled"])
+@pytest.mark.parametrize("ptx", PTX_FORMS, ids=str)
+def test_poseidon2_kernels_lower_in_every_field_form(ptx, unroll):
+    """The leaf kernel and the tree kernels lower for CUDA with Poseidon2's field in each form:
+    every kernel's Triton program holds the PTX product iff ``ptx``, the PTX add iff ``ptx is
+    True`` (and no literal >= 2^63: the lowering would crash). The interpreter's lowering holds
+    no PTX."""
+    x = jax.ShapeDtypeStruct((1 << 10, 62), jnp.uint64)
+    tiling = km.TILINGS["poseidon2"]._replace(ptx=ptx, unroll=unroll, max_levels=3)  # passes of 3 levels, then 1
+    text = jax.jit(lambda m: km.build_nodes(m, "poseidon2", tiling=tiling)).trace(x).lower(lowering_platforms=("cuda",))
+    text = text.as_text()
+    assert all(f"merkle_{k}" in text for k in ("leaves_poseidon2", "tree_poseidon2_r3", "tree_poseidon2_r1"))
+    kernels_ir = re.findall(r'ir = "(.*?)", ', text)
+    assert len(kernels_ir) == 3
+    for ir in kernels_ir:
+        assert (PTX_MUL in ir, PTX_ADD in ir) == (bool(ptx), ptx is True)
+    x = jax.ShapeDtypeStruct((1 << 4, 9), jnp.uint64)
+    text = jax.jit(lambda m: km.build_nodes(m, "poseidon2", interpret=True, tiling=tiling)).trace(x)
+    assert PTX_MUL not in text.lower(lowering_platforms=("cpu",)).as_text()
+
+
 def _triton_ir_chars(fn, x) -> int:
     text = jax.jit(fn).trace(x).lower(lowering_platforms=("cuda",)).as_text()
     kernels_ir = re.findall(r'ir = "(.*?)", ', text)
@@ -412,6 +464,28 @@ def test_compiled_leaf_kernel_equals_hash_rows(name, width, unroll):
     buf = jax.jit(lambda r: km.leaf_digests(r, h, tiling=tiling))(m)
     want = get_hash(name).hash_rows(m)
     np.testing.assert_array_equal(np.asarray(words_to_bytes(buf[1 << 10 :])), np.asarray(want))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("unroll", [False, True], ids=["rolled", "unrolled"])
+@pytest.mark.parametrize("ptx", PTX_FORMS, ids=str)
+def test_compiled_poseidon2_kernels_in_every_field_form(ptx, unroll):
+    """Poseidon2's leaf kernel (one ragged chunk; several chunks, the last ragged) and a tree
+    (passes of two levels, then one), compiled with each field form, against the jnp hash and
+    builder, and a small tree's root against the Python reference."""
+    h = km.kernel_hash("poseidon2")
+    tiling = km.TILINGS["poseidon2"]._replace(ptx=ptx, unroll=unroll, max_levels=2)
+    for width in (5, 62):
+        m = gl.random(jax.random.PRNGKey(width), (1 << 10, width))
+        buf = jax.jit(lambda r: km.leaf_digests(r, h, tiling=tiling))(m)
+        want = get_hash("poseidon2").hash_rows(m)
+        np.testing.assert_array_equal(np.asarray(words_to_bytes(buf[1 << 10 :])), np.asarray(want))
+    build = jax.jit(lambda x: km.build_nodes(x, "poseidon2", tiling=tiling))
+    m = gl.random(jax.random.PRNGKey(11), (1 << 11, 62))
+    want = jax.jit(merkle._reference_build, static_argnums=1)(m, "poseidon2")
+    np.testing.assert_array_equal(np.asarray(build(m)), np.asarray(want))
+    small = _rows(32, 9)
+    assert bytes(np.asarray(build(jnp.asarray(small)))[1]) == merkle_root(small.tolist(), "poseidon2")
 
 
 @pytest.mark.gpu

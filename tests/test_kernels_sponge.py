@@ -89,12 +89,18 @@ def test_a_transcript_on_the_kernel_path_is_the_jnp_one_and_the_hosts(name, monk
 
 
 def test_the_kernel_lowers_to_triton():
+    """Also: Poseidon2's compression takes its field from the Merkle tiling, inline PTX by
+    default (its product's ``madc.hi``), in the compiled kernel only."""
     one = (jax.ShapeDtypeStruct((32,), jnp.uint8), jax.ShapeDtypeStruct((49, 32), jnp.uint8))
     grind = (jax.ShapeDtypeStruct((1 << 14, 32), jnp.uint8), jax.ShapeDtypeStruct((1, 1 << 14, 32), jnp.uint8))
     for name in HASHES:
         fn = jax.jit(lambda s, b, name=name: sponge.chain(s, b, hash_name=name))
         for args in (one, grind):  # one program; 128 programs of 128 lanes
-            assert "triton" in fn.trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+            text = fn.trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+            assert "triton" in text
+            assert ("madc.hi" in text) == (name == "poseidon2")
+    interpreted = jax.jit(lambda s, b: sponge.chain(s, b, hash_name="poseidon2", interpret=True))
+    assert "madc.hi" not in interpreted.trace(*one).lower(lowering_platforms=("cpu",)).as_text()
 
 
 @pytest.mark.gpu

@@ -29,7 +29,9 @@ An in-kernel hash is an object with ``name``, ``leaf(load, width)`` and ``compre
 right)`` on ``uint64`` lane vectors (element-wise ops only, so the same code runs as plain
 ``jnp``); :func:`kernel_hash` finds the one for a hash name. A hash that can unroll its rounds
 (an ``unroll`` field) gets them unrolled inside a compiled kernel and looped in Pallas'
-interpreter, where XLA compiles unrolled rounds slowly. A tree kernel makes ``R - 1`` calls of
+interpreter, where XLA compiles unrolled rounds slowly; one whose field arithmetic can be inline
+PTX (a ``ptx`` field: Poseidon2's) gets ``Tiling.ptx`` inside a compiled kernel and the ``jnp``
+functions in the interpreter, which has no PTX. A tree kernel makes ``R - 1`` calls of
 one jitted ``compress``, so tracing it -- which every build does, also on a CPU, for the
 platform switch -- costs one trace of the compression; the fusion depth is a per-hash launch
 choice (:data:`TILINGS`): deep for BLAKE3's cheap compression, shallow for the long
@@ -60,8 +62,13 @@ _ZERO = np.uint64(0)
 
 class Tiling(NamedTuple):
     """Launch shape: rows per leaf program, groups per tree program, levels fused per tree
-    pass (at most), Triton warps and software-pipelining stages of each kernel, and whether a
-    compiled kernel unrolls the hash's rounds (a rolled loop compiles faster)."""
+    pass (at most), Triton warps and software-pipelining stages of each kernel, whether a
+    compiled kernel unrolls the hash's rounds (a rolled loop compiles faster), and its field
+    arithmetic for a hash that has one to choose (Poseidon2's ``ptx``: ``True`` every add,
+    subtract and product as the inline PTX of :mod:`jaxstark.kernels.field_ptx`, ``"mul"`` only
+    the products, ``False`` the ``jnp`` functions). Like ``unroll``, ``ptx`` is for compiled
+    kernels only: in Pallas' interpreter the hash runs the ``jnp`` functions whatever it says.
+    The sponge kernels (:mod:`jaxstark.kernels.sponge`) take both from :data:`TILINGS` too."""
 
     leaf_block: int = 256
     leaf_warps: int = 4
@@ -70,6 +77,7 @@ class Tiling(NamedTuple):
     tree_warps: int = 4
     max_levels: int = 3
     unroll: bool = False
+    ptx: bool | str = True
 
 
 # Rolled rounds everywhere: on an H200 (benchmarks/compile_merkle_kernels.py, 2^20 x 62) the
@@ -78,6 +86,8 @@ class Tiling(NamedTuple):
 # BLAKE3 fuses 3 levels per pass (7 compressions per kernel): XLA:GPU compiled the 4-level pass
 # in about 18 s for every tree size, the 3-level one in under half a second, and ALU 2^22's
 # rounds ran as fast (RESULTS.md, "Compile time: BLAKE3's tree kernel three levels deep").
+# Poseidon2's field arithmetic is inline PTX in a compiled kernel (Tiling.ptx, on by default);
+# it has not yet been timed against the "mul" form and the jnp one on a GPU.
 TILINGS: dict[str, Tiling] = {
     "blake3": Tiling(leaf_block=256, tree_block=128, max_levels=3),
     "keccak256": Tiling(leaf_block=128, tree_block=128, max_levels=2),
@@ -108,11 +118,16 @@ def kernel_hash(name: str) -> Any | None:
 
 
 def _compiled_form(h: Any, interpret: bool, tiling: Tiling) -> Any:
-    """``h`` as a compiled kernel runs it (rounds unrolled if ``tiling.unroll``); as it is for
-    the interpreter."""
-    if interpret or not dataclasses.is_dataclass(h) or "unroll" not in {f.name for f in dataclasses.fields(h)}:
-        return h
-    return dataclasses.replace(h, unroll=tiling.unroll)
+    """``h`` as a kernel runs it. Compiled: rounds unrolled if ``tiling.unroll``, field
+    arithmetic ``tiling.ptx``, for a hash with those fields. In the interpreter: as it is, but
+    never with PTX (``ptx=False``, the ``jnp`` functions, as :func:`field_ptx.ops` chooses)."""
+    fields = {f.name for f in dataclasses.fields(h)} if dataclasses.is_dataclass(h) else set()
+    changes = {}
+    if "unroll" in fields and not interpret:
+        changes["unroll"] = tiling.unroll
+    if "ptx" in fields and (h.ptx or not interpret):
+        changes["ptx"] = False if interpret else tiling.ptx
+    return dataclasses.replace(h, **changes) if changes else h
 
 
 def pass_plan(log_n: int, max_levels: int) -> list[int]:
