@@ -169,10 +169,10 @@ def test_other_kernel_hashes_build_the_reference_tree(name):
 
 
 def test_the_tiling_sets_poseidon2s_field_form_in_compiled_kernels_only():
-    """``Tiling.ptx`` (on by default) reaches a compiled kernel's Poseidon2; the interpreter's
+    """``Tiling.ptx`` (``"mul"`` by default) reaches a compiled kernel's Poseidon2; the interpreter's
     runs the jnp functions whatever the tiling or the hash says; BLAKE3 has no such field."""
     h = km.kernel_hash("poseidon2")
-    assert km.Tiling().ptx is True and km.TILINGS["poseidon2"].ptx is True and h.ptx is False
+    assert km.Tiling().ptx == "mul" and km.TILINGS["poseidon2"].ptx == "mul" and h.ptx is False
     for ptx in PTX_FORMS:
         tiling = km.TILINGS["poseidon2"]._replace(ptx=ptx, unroll=True)
         compiled = km._compiled_form(h, False, tiling)
