@@ -48,8 +48,9 @@ by ``ptx`` (:data:`PTX_FORMS`, as :func:`jaxstark.kernels.field_ptx.ops`):
 * ``False`` (:data:`POSEIDON2`'s): :mod:`jaxstark.field.goldilocks`' ``_add``, ``_sub`` and
   ``_mul_inline`` -- plain ``jnp``, for Pallas' interpreter and XLA;
 * ``True``: the inline PTX of :mod:`jaxstark.kernels.field_ptx` for all three;
-* ``"mul"``: the PTX product, the ``jnp`` add and subtract (the PTX add ran at 0.87x the
-  ``jnp`` one's speed in an NTT; both forms are kept to be timed).
+* ``"mul"``: the PTX product, the ``jnp`` add and subtract -- the fastest of the three on a 2^23 x
+  62 tree on an H100 (125.8 ms, against 131.5 ms for ``True`` and 146.7 ms for ``False``;
+  ``benchmarks/RESULTS.md``), so the Merkle kernels' default (``merkle.Tiling.ptx``).
 
 PTX exists only in a compiled kernel: the Merkle and sponge kernels take ``ptx`` from their
 ``Tiling`` when compiled and use ``ptx=False`` in the interpreter
