@@ -113,6 +113,8 @@ def test_kernels_lower_to_triton(cols):
     jax.jit(jax.vmap(kn.dif, (0, None))).trace(xs, jax.ShapeDtypeStruct((128,), jnp.uint64)).lower(
         lowering_platforms=("cuda",)
     )
+    small = jax.ShapeDtypeStruct((1 << 8, 2), jnp.uint64), jax.ShapeDtypeStruct((128,), jnp.uint64)
+    jax.jit(jax.vmap(kn.dit_shifted, (0, None, None))).trace(xs, *small).lower(lowering_platforms=("cuda",))
 
 
 def test_lde_paths_agree_in_the_interpreter(monkeypatch):
