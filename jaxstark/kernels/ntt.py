@@ -146,9 +146,16 @@ def _column_mask(mask_cols: int, shape: tuple[int, ...], axis: int):
     return jax.lax.broadcasted_iota(jnp.int32, shape, len(shape) - 1) < live
 
 
-def _butterflies(x_ref, tw_ref, o_ref, *, r: int, dif: bool, unit: bool, mask_cols: int, f: field_ptx.FieldOps):
+def _butterflies(*refs, r: int, dif: bool, unit: bool, mask_cols: int, f: field_ptx.FieldOps, shifted: bool = False):
     """One pass: ``r`` levels on the ``R`` row slices of a block. ``mask_cols`` (the row
-    width, or 0) masks the columns of an overhanging last column block."""
+    width, or 0) masks the columns of an overhanging last column block. ``shifted``: the first
+    pass of :func:`dit_shifted` for one coset copy -- the refs are ``(x, shifts, twiddles, out)``,
+    the rows are multiplied by the copy's shifts as they are loaded and written to the copy's
+    columns of the ``(q, R, 1, b, cols)`` output."""
+    if shifted:
+        x_ref, s_ref, tw_ref, o_ref = refs
+    else:
+        x_ref, tw_ref, o_ref = refs
     big_r = 1 << r
     bq, _, bt, bc = x_ref.shape
     if mask_cols:  # Triton addresses raw memory: overhanging columns would be the next row's
@@ -158,25 +165,34 @@ def _butterflies(x_ref, tw_ref, o_ref, *, r: int, dif: bool, unit: bool, mask_co
         v = [plt.load(x_ref.at[:, k, :, :], mask=mask, other=0) for k in range(big_r)]
     else:
         v = [x_ref[:, k, :, :] for k in range(big_r)]
+    if shifted:
+        v = [f.mul(v[k], s_ref[:, k, :, :]) for k in range(big_r)]  # (bq, 1, bc) times (bq, 1, 1)
     _levels(v, tw_ref, r=r, dif=dif, unit=unit, f=f)
     for k in range(big_r):
+        index = (slice(None), k, slice(None), 0, slice(None)) if shifted else (slice(None), k, slice(None), slice(None))
         if mask_cols:
-            plt.store(o_ref.at[:, k, :, :], v[k], mask=mask)
+            plt.store(o_ref.at[index], v[k], mask=mask)
         else:
-            o_ref[:, k, :, :] = v[k]
+            o_ref[index] = v[k]
+
+
+def _blocks(q: int, t: int, cols: int, tiling: Tiling, interpret: bool) -> tuple[int, int, int, int]:
+    """A pass's block ``(bq, bt, bc)`` over its ``(q, R, t, cols)`` view, and ``mask_cols``:
+    the row width where a compiled kernel must mask an overhanging last column block, else 0
+    (the interpreter pads overhanging blocks itself)."""
+    bc = min(_pow2_ceil(cols), tiling.block_cols)
+    bt = min(t, max(1, tiling.lanes // bc))
+    bq = min(q, max(1, tiling.lanes // (bc * bt)))
+    return bq, bt, bc, cols if cols % bc and not interpret else 0
 
 
 def _run_pass(x: Array, tw: Array, log_t: int, r: int, dif: bool, tiling: Tiling, interpret: bool) -> Array:
     n, cols = x.shape
     big_r, t = 1 << r, 1 << log_t
     q = n // (big_r * t)
-    bc = min(_pow2_ceil(cols), tiling.block_cols)
-    bt = min(t, max(1, tiling.lanes // bc))
-    bq = min(q, max(1, tiling.lanes // (bc * bt)))
+    bq, bt, bc, mask_cols = _blocks(q, t, cols, tiling, interpret)
     grid = (q // bq, t // bt, pl.cdiv(cols, bc))
     block = pl.BlockSpec((bq, big_r, bt, bc), lambda i, j, c: (i, 0, j, c))
-    # the interpreter pads overhanging blocks itself; a Triton kernel must mask them
-    mask_cols = cols if cols % bc and not interpret else 0
     y = pl.pallas_call(
         functools.partial(
             _butterflies, r=r, dif=dif, unit=log_t == 0, mask_cols=mask_cols, f=field_ptx.ops(interpret, tiling.ptx)
@@ -219,28 +235,6 @@ def dit(
     return _transform(x, roots, False, interpret, tiling)
 
 
-def _shifted_first_pass(x_ref, s_ref, tw_ref, o_ref, *, r: int, mask_cols: int, f: field_ptx.FieldOps):
-    """The first (stride-1) DIT pass of :func:`dit_shifted` for one coset copy: the block's
-    coefficients times that copy's row shifts, then the ``r`` levels, written to the copy's
-    columns of the output."""
-    big_r = 1 << r
-    bq, _, _, bc = x_ref.shape
-    if mask_cols:
-        from jax.experimental.pallas import triton as plt
-
-        mask = _column_mask(mask_cols, (bq, 1, bc), 2)
-        v = [plt.load(x_ref.at[:, k, :, :], mask=mask, other=0) for k in range(big_r)]
-    else:
-        v = [x_ref[:, k, :, :] for k in range(big_r)]
-    v = [f.mul(v[k], s_ref[:, k, :, :]) for k in range(big_r)]  # (bq, 1, bc) times (bq, 1, 1)
-    _levels(v, tw_ref, r=r, dif=False, unit=True, f=f)
-    for k in range(big_r):
-        if mask_cols:
-            plt.store(o_ref.at[:, k, :, 0, :], v[k], mask=mask)
-        else:
-            o_ref[:, k, :, 0, :] = v[k]
-
-
 def dit_shifted(
     x: UInt64[Array, " n cols"],
     shifts: UInt64[Array, " n b"],
@@ -269,11 +263,10 @@ def dit_shifted(
     assert log_t == 0, plan  # a DIT transform starts at stride 1
     big_r = 1 << r
     q = n // big_r
-    bc = min(_pow2_ceil(cols), tiling.block_cols)
-    bq = min(q, max(1, tiling.lanes // bc))
-    mask_cols = cols if cols % bc and not interpret else 0
+    bq, _, bc, mask_cols = _blocks(q, 1, cols, tiling, interpret)
+    f = field_ptx.ops(interpret, tiling.ptx)
     y = pl.pallas_call(
-        functools.partial(_shifted_first_pass, r=r, mask_cols=mask_cols, f=field_ptx.ops(interpret, tiling.ptx)),
+        functools.partial(_butterflies, r=r, dif=False, unit=True, mask_cols=mask_cols, f=f, shifted=True),
         out_shape=jax.ShapeDtypeStruct((q, big_r, 1, b, cols), x.dtype),
         grid=(b, q // bq, pl.cdiv(cols, bc)),
         in_specs=[
