@@ -26,6 +26,7 @@ from jaxstark.kernels import merkle as km
 from jaxstark.kernels.blake3 import BLAKE3, Blake3KernelHash
 from jaxstark.kernels.poseidon2 import Poseidon2KernelHash
 from tests.reference import REFERENCE_HASHES, merkle_root
+from tests.test_kernels_hashes import PTX_ADD, PTX_MUL
 
 
 @pytest.fixture(autouse=True)
@@ -42,8 +43,6 @@ def _lowering_for_cuda_without_a_gpu(monkeypatch):
 P = 2**64 - 2**32 + 1
 RNG = np.random.default_rng(20261201)
 SMALL = km.Tiling(leaf_block=8, tree_block=4, max_levels=2)  # several programs, masked upper passes
-PTX_FORMS = [False, True, "mul"]  # Poseidon2's field arithmetic in a compiled kernel (Tiling.ptx)
-PTX_ADD, PTX_MUL = "addc.cc.u32 t1, a1, b1", "madc.hi"  # a line of field_ptx's add, and of its product
 
 
 def _rows(n: int, width: int) -> np.ndarray:
@@ -173,7 +172,7 @@ def test_the_tiling_sets_poseidon2s_field_form_in_compiled_kernels_only():
     runs the jnp functions whatever the tiling or the hash says; BLAKE3 has no such field."""
     h = km.kernel_hash("poseidon2")
     assert km.Tiling().ptx == "mul" and km.TILINGS["poseidon2"].ptx == "mul" and h.ptx is False
-    for ptx in PTX_FORMS:
+    for ptx in field_ptx.PTX_FORMS:
         tiling = km.TILINGS["poseidon2"]._replace(ptx=ptx, unroll=True)
         compiled = km._compiled_form(h, False, tiling)
         assert compiled == Poseidon2KernelHash(unroll=True, ptx=ptx)
@@ -469,7 +468,7 @@ def test_compiled_leaf_kernel_equals_hash_rows(name, width, unroll):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("unroll", [False, True], ids=["rolled", "unrolled"])
-@pytest.mark.parametrize("ptx", PTX_FORMS, ids=str)
+@pytest.mark.parametrize("ptx", field_ptx.PTX_FORMS, ids=str)
 def test_compiled_poseidon2_kernels_in_every_field_form(ptx, unroll):
     """Poseidon2's leaf kernel (one ragged chunk; several chunks, the last ragged) and a tree
     (passes of two levels, then one), compiled with each field form, against the jnp hash and
