@@ -53,6 +53,7 @@ def combine_constraints(
     pub: Sequence,
     alphas: Sequence,
     aux: AuxFrame | None = None,
+    transition_sum=None,
 ):
     """``sum_i alpha_i Q_i(x)`` over every constraint quotient at the point(s) ``x``, given
     ``zn_inv = 1 / (x^n - 1)``, a batch-capable ``inverse`` and, for a table with interactions,
@@ -65,10 +66,12 @@ def combine_constraints(
     Quotients that share a denominator are summed first and divided once (``f sum_i alpha_i C_i``
     for the transition constraints, ``zn_inv sum_k delta_k A_k`` for the aux ones): the same
     field value as dividing each, with one multiplication per group instead of one per
-    constraint."""
+    constraint. ``transition_sum``, where given, is ``sum_i alpha_i C_i`` over the transition
+    constraints, formed by the caller (:mod:`jaxstark.kernels.composition`); ``nxt`` is then
+    not read."""
     n = 1 << log_n
     degrees = air.constraint_degrees()
-    constraints = air.transition(cur, nxt, periodic, pub)
+    constraints = air.transition(cur, nxt, periodic, pub) if transition_sum is None else degrees
     if len(constraints) != len(degrees):
         raise ValueError(
             f"{air.name}.transition returned {len(constraints)} constraints but constraint_degrees() lists "
@@ -84,7 +87,10 @@ def combine_constraints(
         raise ValueError(f"{air.name}: {len(alphas)} challenges for {m + len(aux_cs)} constraints")
     # the quotients sharing a denominator are combined first and divided once:
     # sum_i alpha_i C_i f = f sum_i alpha_i C_i (exact field arithmetic: the same value)
-    terms = [_dot(alphas[:k], constraints) * factor] if k else []
+    if k:
+        terms = [(_dot(alphas[:k], constraints) if transition_sum is None else transition_sum) * factor]
+    else:
+        terms = []
     inverses: dict = {}
     for alpha, (col, row, value) in zip(alphas[k:m], boundary, strict=True):
         r = row % n

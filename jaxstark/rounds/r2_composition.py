@@ -38,9 +38,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, UInt8, UInt64
 
+from jaxstark import kernels
 from jaxstark.air import AIR
 from jaxstark.field import goldilocks as gl
 from jaxstark.field.val import Val
+from jaxstark.kernels import composition as kc
 from jaxstark.lde import _coset_interpolate, _evaluate_core, _lde_core
 from jaxstark.logup import AuxFrame
 from jaxstark.merkle import _build
@@ -112,7 +114,7 @@ def composition(
     inv_zn = np.array([pow((s_n * pow(w_b, t, gl.P) - 1) % gl.P, gl.P - 2, gl.P) for t in range(b)], np.uint64)
     alpha_vals = [Val(alphas[i], True) for i in range(alphas.shape[0])]
 
-    def evaluate(x, cur_rows, nxt_rows, periodic_rows, aux_rows, aux_nxt):  # rows of the LDE -> (rows, 3)
+    def evaluate(x, cur_rows, nxt_rows, periodic_rows, aux_rows, aux_nxt, tsum=None):  # rows of the LDE -> (rows, 3)
         aux = None
         if air.num_aux_columns:
             challenges, sums = logup
@@ -123,14 +125,28 @@ def composition(
         return combine_constraints(
             air, domain.log_n, Val(x), Val(jnp.tile(jnp.asarray(inv_zn), x.shape[0] // b)),
             lambda d: Val(gl._batch_inv(d.v)), [Val(cur_rows[:, i]) for i in range(cur_rows.shape[1])],
-            [Val(nxt_rows[:, i]) for i in range(nxt_rows.shape[1])], [Val(v) for v in periodic_rows], pub,
-            alpha_vals, aux,
+            [] if nxt_rows is None else [Val(nxt_rows[:, i]) for i in range(nxt_rows.shape[1])],
+            [Val(v) for v in periodic_rows], pub, alpha_vals, aux, None if tsum is None else Val(tsum, True),
         ).v  # fmt: skip
 
     has_aux = bool(air.num_aux_columns)
+    k = len(air.constraint_degrees())
+    # where the kernels run, the transition constraints' sum is one kernel pass
+    # (jaxstark.kernels.composition): its memory is its output, whatever XLA would keep live
+    tile = min(kc.TILING.rows, size // blocks)
+    summed = bool(kernels.kernel_platforms()) and (size // blocks) % tile == 0 and not tile & (tile - 1)
+    summed = summed and kc.supported(air)
+
+    def kernel_sum(start, rows):
+        stacked = jnp.stack(periodic, axis=1) if periodic else jnp.zeros((size, 0), jnp.uint64)
+        return kc.transition_sum(lde, stacked, public, alphas[:k], start, air=air, shift=b, rows=rows,
+                                 interpret=kernels.interpret())  # fmt: skip
+
     if blocks == 1:
-        acc = evaluate(xs, lde, jnp.roll(lde, -b, axis=0), periodic, aux_lde,
-                       jnp.roll(aux_lde, -b, axis=0) if has_aux else None)  # fmt: skip
+        aux_nxt = jnp.roll(aux_lde, -b, axis=0) if has_aux else None
+        reference = lambda: evaluate(xs, lde, jnp.roll(lde, -b, axis=0), periodic, aux_lde, aux_nxt)  # noqa: E731
+        kernel = lambda: evaluate(xs, lde, None, periodic, aux_lde, aux_nxt, kernel_sum(0, size))  # noqa: E731
+        acc = kernels.switch(reference, kernel) if summed else reference()
     else:  # block j: rows [j R, (j + 1) R), their next rows b further on (wrapping at the end)
         rows = size // blocks
 
@@ -138,9 +154,12 @@ def composition(
             start = j * rows
             ahead = (start + b + jnp.arange(rows)) % size
             cut = lambda a: jax.lax.dynamic_slice_in_dim(a, start, rows)  # noqa: E731
-            return evaluate(cut(xs), cut(lde), jnp.take(lde, ahead, axis=0), [cut(v) for v in periodic],
-                            cut(aux_lde) if has_aux else None,
-                            jnp.take(aux_lde, ahead, axis=0) if has_aux else None)  # fmt: skip
+            aux_rows = (cut(aux_lde), jnp.take(aux_lde, ahead, axis=0)) if has_aux else (None, None)
+            reference = lambda: evaluate(cut(xs), cut(lde), jnp.take(lde, ahead, axis=0),  # noqa: E731
+                                         [cut(v) for v in periodic], *aux_rows)  # fmt: skip
+            kernel = lambda: evaluate(cut(xs), cut(lde), None, [cut(v) for v in periodic], *aux_rows,  # noqa: E731
+                                      kernel_sum(start, rows))  # fmt: skip
+            return kernels.switch(reference, kernel) if summed else reference()
 
         acc = jax.lax.map(block, jnp.arange(blocks)).reshape(size, 3)
 

@@ -1,0 +1,220 @@
+"""The composition's transition constraints, summed with their challenges, as a Pallas (Triton) kernel.
+
+``T[r] = sum_i alpha_i C_i(cur_r, nxt_r, periodic_r, public)`` over the rows ``r`` of the trace's
+LDE, where ``nxt_r`` is row ``r + blowup`` (wrapping at the end) -- the transition part of the
+composition round (:mod:`jaxstark.rounds.r2_composition`), whose ``jnp`` twin is the round's
+XLA program over the whole LDE. There XLA:GPU's schedule decides how many per-column values it
+keeps live (0.2 to 4.9 words per row and column), so the round's memory follows no law of the
+shape. Here:
+
+* the grid runs over blocks of :attr:`Tiling.rows` rows; a program calls the AIR's own
+  ``transition`` on base :class:`~jaxstark.field.val.Val` lane vectors (one value per row),
+  loading a column the first time the constraints read it (the matrix is addressed as one flat
+  array, so the next rows are a gather of rows ``r + blowup`` mod ``L``);
+* each constraint value times the three coordinates of its challenge is three base products,
+  added into three running sums; only those sums are written;
+* the products inside the constraints use the PTX product on a GPU (:mod:`.field_ptx`), the
+  rest the ``jnp`` field functions.
+
+Its device memory is its output, ``3 L`` words, whatever the AIR. Every value is the field
+value itself, so the results equal the twin's bit for bit. An AIR whose transition constraints
+are not base-field values of the frame (:func:`supported`) keeps the twin.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+from jaxtyping import Array, UInt64
+
+from jaxstark.field.goldilocks import P
+from jaxstark.field.val import Val
+from jaxstark.kernels import field_ptx, launch
+
+__all__ = ["Tiling", "TILING", "supported", "transition_sum"]
+
+
+class Tiling(NamedTuple):
+    """Rows per program (a power of two), Triton warps, inline PTX form (:data:`field_ptx.PTX_FORMS`)."""
+
+    rows: int = 128
+    num_warps: int = 4
+    ptx: bool | str = "mul"
+
+
+TILING = Tiling()
+
+
+class _KernelVal(Val):
+    """A base :class:`Val` whose products with another base value use the kernel's field
+    operations (the same values as :func:`gl._mul`); everything else is :class:`Val`'s."""
+
+    __slots__ = ()
+    f: field_ptx.FieldOps = field_ptx.JNP
+
+    def _other(self, o):
+        if isinstance(o, (int, np.integer)) and int(o) % P >> 63:
+            # Triton takes no unsigned constant of 2^63 or more: formed from its halves on the
+            # lanes' own zero (a traced value, so JAX does not fold it back into one constant)
+            v, zero = int(o) % P, self.v & np.uint64(0)
+            return type(self)(((zero | np.uint64(v >> 32)) << np.uint64(32)) | np.uint64(v & 0xFFFFFFFF))
+        return super()._other(o)
+
+    def _binary(self, o, base_op, ext_op, swap=False):  # results stay kernel values (their constants too)
+        out = super()._binary(o, base_op, ext_op, swap)
+        return out if out is NotImplemented or out.is_ext else type(self)(out.v)
+
+    def __mul__(self, o):
+        if isinstance(o, Val) and not o.is_ext and not self.is_ext:
+            return type(self)(self.f.mul(*jnp.broadcast_arrays(self.v, o.v)))
+        return super().__mul__(o)
+
+    def __rmul__(self, o):
+        return self.__mul__(o)
+
+
+class _Columns(Sequence):
+    """The frame's columns of one row block, each loaded the first time it is read."""
+
+    def __init__(self, load, count: int):
+        self._load, self._count, self._cache = load, count, {}
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._count))]
+        if not -self._count <= i < self._count:
+            raise IndexError(f"column {i} of a {self._count}-column frame")
+        i %= self._count
+        if i not in self._cache:
+            self._cache[i] = self._load(i)
+        return self._cache[i]
+
+
+def _frame_vals(air, cols: int, n_periodic: int, n_public: int, wrap) -> tuple:
+    """The transition's arguments as ``wrap``-ped lane vectors of length 1 (for :func:`supported`)."""
+    one = lambda: wrap(jnp.zeros((1,), jnp.uint64))  # noqa: E731
+    return (
+        [one() for _ in range(cols)], [one() for _ in range(cols)], [one() for _ in range(n_periodic)],
+        [wrap(jnp.zeros((), jnp.uint64)) for _ in range(n_public)],
+    )  # fmt: skip
+
+
+@functools.cache
+def supported(air) -> bool:
+    """Whether ``air``'s transition constraints are base-field values of a base frame (what the
+    kernel sums; an AIR that mixes in extension values keeps the ``jnp`` twin)."""
+    if not air.constraint_degrees():
+        return False
+    cur, nxt, periodic, public = _frame_vals(air, air.width, len(air.periodic_columns()), air.num_public_inputs, Val)
+
+    flags = []
+
+    def trace():
+        flags.extend(isinstance(c, Val) and not c.is_ext for c in air.transition(cur, nxt, periodic, public))
+        return jnp.zeros(())
+
+    try:
+        jax.make_jaxpr(trace)()
+    except Exception:  # noqa: BLE001 - anything the frame cannot run keeps the twin, which reports it
+        return False
+    return bool(flags) and all(flags)
+
+
+def _sums(lde_ref, per_ref, pub_ref, alpha_ref, start_ref, o0_ref, o1_ref, o2_ref, *, air, cols: int,
+          n_periodic: int, n_public: int, size: int, shift: int, f: field_ptx.FieldOps, index):  # fmt: skip
+    from jax.experimental.pallas import triton as plt
+
+    rows = o0_ref.shape[0]
+    lanes = jax.lax.broadcasted_iota(index, (rows,), 0)
+    r = start_ref[0].astype(index) + pl.program_id(0).astype(index) * rows + lanes
+    ahead = (r + shift) & (size - 1)
+    kval = type("_KVal", (_KernelVal,), {"__slots__": (), "f": f})
+
+    def gather(ref, at):
+        return kval(plt.load(ref.at[at]))
+
+    cur = _Columns(lambda i: gather(lde_ref, r * cols + i), cols)
+    nxt = _Columns(lambda i: gather(lde_ref, ahead * cols + i), cols)
+    periodic = [gather(per_ref, r * n_periodic + j) for j in range(n_periodic)]
+    public = [gather(pub_ref, jnp.full((rows,), j, index)) for j in range(n_public)]
+    constraints = air.transition(cur, nxt, periodic, public)
+    acc = [jnp.zeros((rows,), jnp.uint64) for _ in range(3)]
+    for i, c in enumerate(constraints):
+        v = jnp.broadcast_to(c.v, (rows,))
+        for k in range(3):
+            alpha = plt.load(alpha_ref.at[jnp.full((rows,), 4 * i + k, index)])
+            acc[k] = f.add(acc[k], f.mul(v, alpha))
+    for k, o_ref in enumerate((o0_ref, o1_ref, o2_ref)):
+        o_ref[...] = acc[k]
+
+
+@functools.partial(jax.jit, static_argnames=("air", "shift", "rows", "interpret", "tiling"))
+def transition_sum(
+    lde: UInt64[Array, " L c"],
+    periodic: UInt64[Array, " L q"],
+    public: UInt64[Array, " k"],
+    alphas: UInt64[Array, " t 3"],
+    start: Array,
+    *,
+    air,
+    shift: int,
+    rows: int | None = None,
+    interpret: bool = False,
+    tiling: Tiling = TILING,
+) -> UInt64[Array, " R 3"]:
+    """``sum_i alphas[i] C_i`` at the LDE rows ``[start, start + rows)`` (all ``L`` by default),
+    each row's frame being itself and row ``r + shift`` mod ``L``; ``periodic`` holds the periodic
+    columns on the LDE (``(L, 0)`` without any), ``public`` the public inputs, ``alphas`` one
+    extension challenge per transition constraint. ``L`` is a power of two, ``rows`` a multiple
+    of the block's rows (or smaller than one block)."""
+    size, cols = lde.shape
+    degrees = air.constraint_degrees()
+    rows = size if rows is None else rows
+    if size & (size - 1) or cols != air.width:
+        raise ValueError(f"composition.transition_sum: the LDE must be (2^k, {air.width}), got {lde.shape}")
+    if periodic.shape[0] != size or public.shape != (air.num_public_inputs,) or alphas.shape != (len(degrees), 3):
+        raise ValueError(
+            f"composition.transition_sum: periodic {periodic.shape}, public {public.shape}, alphas {alphas.shape} do "
+            f"not fit {air.name} over {size} rows"
+        )
+    block = min(tiling.rows, rows)
+    if not 0 < rows <= size or rows % block or block & (block - 1):
+        raise ValueError(f"composition.transition_sum: {rows} rows is not a multiple of the block's {block} rows")
+    n_periodic = periodic.shape[1]
+    index = jnp.int32 if size * max(cols, n_periodic, 1) < 2**31 else jnp.int64
+    f = field_ptx.ops(interpret, tiling.ptx)
+    kernel = functools.partial(_sums, air=air, cols=cols, n_periodic=n_periodic, n_public=public.shape[0],
+                               size=size, shift=shift, f=f, index=index)  # fmt: skip
+    flat = lambda a: a.reshape(-1) if a.size else jnp.zeros((1,), jnp.uint64)  # noqa: E731
+    out = pl.pallas_call(
+        kernel,
+        out_shape=tuple(jax.ShapeDtypeStruct((rows,), jnp.uint64) for _ in range(3)),
+        grid=(rows // block,),
+        out_specs=tuple(pl.BlockSpec((block,), lambda i: (i,)) for _ in range(3)),
+        name="composition_transition_sum",
+        **launch(interpret, tiling.num_warps),
+    )(flat(lde), flat(periodic), flat(public), jnp.pad(alphas, ((0, 0), (0, 1))).reshape(-1),
+      jnp.asarray(start, jnp.int64).reshape(1))  # fmt: skip
+    return jnp.stack(out, axis=-1)
+
+
+def reference_sum(lde, periodic, public, alphas, *, air, shift: int) -> UInt64[Array, " L 3"]:
+    """The twin over the whole LDE: the AIR's constraints on ``jnp`` arrays, summed in order."""
+    nxt = jnp.roll(lde, -shift, axis=0)
+    cs = air.transition([Val(lde[:, i]) for i in range(lde.shape[1])], [Val(nxt[:, i]) for i in range(lde.shape[1])],
+                        [Val(periodic[:, j]) for j in range(periodic.shape[1])],
+                        [Val(public[j]) for j in range(public.shape[0])])  # fmt: skip
+    acc = None
+    for c, a in zip(cs, alphas, strict=True):
+        term = Val(a, True) * c
+        acc = term if acc is None else acc + term
+    return jnp.broadcast_to(acc.v, (lde.shape[0], 3))

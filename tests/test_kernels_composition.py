@@ -1,0 +1,165 @@
+"""The composition's transition constraints summed by a kernel (jaxstark.kernels.composition)
+against the jnp twin and Python integers, bit for bit: in Pallas' interpreter on the CPU at small
+sizes, the composition round on the kernel path against the round as XLA runs it, through the
+Triton lowering (no GPU needed), and compiled on a GPU."""
+
+import chex
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxstark as js
+from jaxstark import kernels
+from jaxstark.examples import Alu, alu_trace
+from jaxstark.examples.fibonacci import Fibonacci
+from jaxstark.examples.machine import Program, RangeTable
+from jaxstark.examples.shape import ShapeTable
+from jaxstark.examples.wide import WideRounds
+from jaxstark.field import extension as fext
+from jaxstark.field import goldilocks as gl
+from jaxstark.field.host import HostVal
+from jaxstark.kernels import composition as kc
+from jaxstark.protocol.statement import public_array
+from jaxstark.rounds.domain import make_domain
+from jaxstark.rounds.r0_statement import fork_table, initial_transcript
+from jaxstark.rounds.r1_aux_commit import aux_commit, logup_challenges
+from jaxstark.rounds.r1_trace_commit import trace_commit
+from jaxstark.rounds.r2_composition import composition
+
+
+class Mixed(js.AIR):
+    """Periodic columns, public inputs, constants of 2^63 and more, a next-row read."""
+
+    width: int = eqx.field(static=True, default=3)
+
+    @property
+    def num_public_inputs(self):
+        return 2
+
+    def constraint_degrees(self):
+        return (2, 2, 3)
+
+    def transition(self, cur, nxt, periodic, public):
+        return [
+            nxt[0] - (cur[0] + periodic[0] * cur[1]),
+            nxt[1] - cur[1] * public[1] + (gl.P - 7),
+            (cur[2] - public[0]) ** 3 - periodic[1] * nxt[-1] - (1 << 63) - 5 * cur[0],
+        ]
+
+    def periodic_columns(self):
+        return [[3, 1, 4, 1], [gl.P - 1, 2]]
+
+
+class ExtValued(js.AIR):
+    width: int = eqx.field(static=True, default=1)
+
+    def constraint_degrees(self):
+        return (1,)
+
+    def transition(self, cur, nxt, periodic, public):
+        return [cur[0] * js.Val(jnp.ones(3, jnp.uint64), True)]
+
+
+AIRS = [Alu(), Fibonacci(), WideRounds(width=12), ShapeTable(width=5, degree=3), Mixed(), RangeTable()]
+
+
+def _inputs(air, size, seed=0):
+    key = jax.random.PRNGKey(seed)
+    lde = gl.random(key, (size, air.width))
+    periodic = gl.random(jax.random.fold_in(key, 1), (size, len(air.periodic_columns())))
+    public = gl.random(jax.random.fold_in(key, 2), (air.num_public_inputs,))
+    alphas = fext.random(jax.random.fold_in(key, 3), (len(air.constraint_degrees()),))
+    return lde, periodic, public, alphas
+
+
+@pytest.mark.parametrize("air", AIRS, ids=lambda a: a.name)
+def test_the_kernel_is_the_twin(air):
+    args = _inputs(air, 64)
+    want = np.asarray(kc.reference_sum(*args, air=air, shift=4))
+    tiling = kc.Tiling(rows=32)
+    got = kc.transition_sum(*args, 0, air=air, shift=4, interpret=True, tiling=tiling)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    part = kc.transition_sum(*args, 32, air=air, shift=4, rows=32, interpret=True, tiling=tiling)  # wraps
+    np.testing.assert_array_equal(np.asarray(part), want[32:])
+
+
+def test_the_kernel_is_the_sum_of_python_integers():
+    air, shift = Mixed(), 2
+    lde, periodic, public, alphas = _inputs(air, 32, seed=5)
+    lde = lde.at[7].set(gl.P - 1)  # the largest values
+    got = np.asarray(kc.transition_sum(lde, periodic, public, alphas, 0, air=air, shift=shift, interpret=True,
+                                       tiling=kc.Tiling(rows=8)))  # fmt: skip
+    h = lambda a: [HostVal(int(v)) for v in np.asarray(a)]  # noqa: E731
+    for r in (0, 7, 31):
+        cs = air.transition(h(lde[r]), h(lde[(r + shift) % 32]), h(periodic[r]), h(public))
+        want = HostVal(0)
+        for c, a in zip(cs, np.asarray(alphas), strict=True):
+            want = want + HostVal(a) * c
+        np.testing.assert_array_equal(got[r], np.array(want.c, np.uint64))
+
+
+def test_which_airs_the_kernel_takes():
+    assert all(kc.supported(air) for air in AIRS)
+    assert not kc.supported(Program())  # no transition constraints
+    assert not kc.supported(ExtValued())  # an extension-valued constraint keeps the twin
+
+
+def test_bad_shapes_are_refused_by_name():
+    air = Mixed()
+    lde, periodic, public, alphas = _inputs(air, 64)
+    call = lambda *a, **k: kc.transition_sum(*a, 0, air=air, shift=2, interpret=True, **k)  # noqa: E731
+    with pytest.raises(ValueError, match=r"the LDE must be \(2\^k, 3\)"):
+        call(lde[:48], periodic[:48], public, alphas)
+    with pytest.raises(ValueError, match="do not fit Mixed over 64 rows"):
+        call(lde, periodic, public, alphas[:2])
+    with pytest.raises(ValueError, match="24 rows is not a multiple of the block's 16 rows"):
+        call(lde, periodic, public, alphas, rows=24, tiling=kc.Tiling(rows=16))
+
+
+def _alu_round(log_n=5, blowup=4):
+    air, (trace, public) = Alu(bus=True), alu_trace(log_n)
+    cfg = js.StarkConfig(blowup=blowup)
+    domain = make_domain(log_n, blowup)
+    tr = initial_transcript((public_array(air, public),), airs=(air,), config=cfg, log_ns=(log_n,))
+    r1, tr = trace_commit(trace, domain, tr, hash_name=cfg.hash)
+    tr, challenges = logup_challenges(tr)
+    aux, tr = aux_commit(trace, domain, challenges, tr, air=air, hash_name=cfg.hash)
+    tr = fork_table(tr, jnp.uint64(0))
+    return air, cfg, (domain, r1.lde, aux.lde, (challenges, aux.sums), public_array(air, public), tr)
+
+
+def test_the_round_takes_the_kernel_path_in_the_interpreter_and_keeps_its_values(monkeypatch):
+    """The ALU with its buses (aux constraints and boundary rows beside the kernel's sum), whole
+    and in row blocks: the same round as XLA's."""
+    air, cfg, args = _alu_round()
+
+    def run(blocks):  # a new function object each time: traced again under the posture of the moment
+        return jax.jit(lambda *a: composition.__wrapped__(*a, air=air, hash_name=cfg.hash, blocks=blocks))(*args)
+
+    want = run(1)
+    assert not bool(want[0].excess)
+    monkeypatch.setattr(kernels, "MODE", "interpret")
+    for blocks in (1, 2):
+        chex.assert_trees_all_equal(run(blocks), want)
+
+
+def test_the_kernel_lowers_to_triton():
+    S = jax.ShapeDtypeStruct
+    for air, size in ((Alu(), 1 << 23), (Mixed(), 1 << 10)):
+        args = (S((size, air.width), jnp.uint64), S((size, len(air.periodic_columns())), jnp.uint64),
+                S((air.num_public_inputs,), jnp.uint64), S((len(air.constraint_degrees()), 3), jnp.uint64), 0)  # fmt: skip
+        lowered = jax.jit(kc.transition_sum, static_argnames=("air", "shift")).trace(*args, air=air, shift=2)
+        assert "triton" in lowered.lower(lowering_platforms=("cuda",)).as_text()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("air", "log_size"), [(Alu(), 23), (Mixed(), 12), (WideRounds(), 12)], ids=str)
+def test_the_kernel_matches_the_cpu_on_a_gpu(air, log_size):
+    args = [np.asarray(a) for a in _inputs(air, 1 << log_size, seed=log_size)]
+    gpu = jax.devices("gpu")[0]
+    got = np.asarray(kc.transition_sum(*(jax.device_put(a, gpu) for a in args), 0, air=air, shift=2))
+    with jax.default_device(jax.devices("cpu")[0]):
+        want = np.asarray(kc.reference_sum(*map(jnp.asarray, args), air=air, shift=2))
+    np.testing.assert_array_equal(got, want)
