@@ -148,8 +148,9 @@ def test_the_round_takes_the_kernel_path_in_the_interpreter_and_keeps_its_values
 def test_the_kernel_lowers_to_triton():
     S = jax.ShapeDtypeStruct
     for air, size in ((Alu(), 1 << 23), (Mixed(), 1 << 10)):
-        args = (S((size, air.width), jnp.uint64), S((size, len(air.periodic_columns())), jnp.uint64),
-                S((air.num_public_inputs,), jnp.uint64), S((len(air.constraint_degrees()), 3), jnp.uint64), 0)  # fmt: skip
+        shapes = [(size, air.width), (size, len(air.periodic_columns())), (air.num_public_inputs,),
+                  (len(air.constraint_degrees()), 3)]  # fmt: skip
+        args = (*(S(s, jnp.uint64) for s in shapes), 0)
         lowered = jax.jit(kc.transition_sum, static_argnames=("air", "shift")).trace(*args, air=air, shift=2)
         assert "triton" in lowered.lower(lowering_platforms=("cuda",)).as_text()
 
