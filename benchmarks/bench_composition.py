@@ -1,9 +1,11 @@
-"""The composition round alone: compile time, run time and XLA's memory figures, per table shape.
+"""The composition and DEEP rounds alone: compile time, run time and XLA's memory figures, per shape.
 
-    python benchmarks/bench_composition.py [--shapes alu:22:2,wide:20:2,...] [--repeats 5] [--json F]
+    python benchmarks/bench_composition.py [--shapes alu:22:2,wide:20:2,...] [--rounds composition,deep]
+                                           [--repeats 5] [--json F]
 
 Each shape (``example:log2 rows:blowup``; ``shape<C>x<d>`` is a ``ShapeTable`` of ``C`` columns and
-degree ``d``) builds a random trace LDE on the default device, lowers the round for that device's
+degree ``d``) builds a random trace LDE (and, for DEEP, random parts and claims) on the default
+device, lowers each round for that device's
 platform (``kernels.lowering_for``), compiles it (``compile s``, the persistent cache off) and
 times it (median of ``--repeats`` after a warm-up). ``temp MiB`` is XLA's temporaries for the
 round, ``peak MiB`` its arguments, outputs and temporaries (the memory analysis the planner
@@ -42,13 +44,16 @@ def air_for(name: str):
     return {"alu": Alu, "fibonacci": Fibonacci, "wide": WideRounds}[name]()
 
 
-def one(spec: str, repeats: int) -> dict:
+def one(spec: str, which: str, repeats: int) -> dict:
     import jaxstark as js
     from jaxstark import gl, kernels
+    from jaxstark.field import extension as fext
     from jaxstark.protocol.statement import public_array
     from jaxstark.rounds.domain import make_domain
     from jaxstark.rounds.r0_statement import fork_table, initial_transcript
     from jaxstark.rounds.r2_composition import composition
+    from jaxstark.rounds.r3_ood import OutOfDomain
+    from jaxstark.rounds.r4_deep import deep
 
     name, log_n, blowup = spec.split(":")
     air, log_n, blowup = air_for(name), int(log_n), int(blowup)
@@ -59,11 +64,19 @@ def one(spec: str, repeats: int) -> dict:
     public = public_array(air, tuple(range(1, air.num_public_inputs + 1)))
     cfg = js.StarkConfig(blowup=blowup)
     tr = fork_table(initial_transcript((public,), airs=(air,), config=cfg, log_ns=(log_n,)), jnp.uint64(0))
-    args = (domain, lde, None, None, public, tr)
+    parts = air.composition_parts
+    if which == "composition":
+        fn, args, static = composition, (domain, lde, None, None, public, tr), {"air": air, "hash_name": cfg.hash}
+    else:
+        key = jax.random.PRNGKey(7)
+        shapes = [(), (air.width,), (air.width,), (parts,), (0,), (0,)]
+        ood = OutOfDomain(*(fext.random(jax.random.fold_in(key, i), s) for i, s in enumerate(shapes)))
+        parts_lde = fext.random(jax.random.fold_in(key, 9), (size, parts))
+        fn, args, static = deep, (domain, lde, None, parts_lde, ood, tr), {}
     platform = jax.devices()[0].platform
     t = time.perf_counter()
     with kernels.lowering_for(platform):
-        compiled = composition.trace(*args, air=air, hash_name=cfg.hash).lower().compile()
+        compiled = fn.trace(*args, **static).lower().compile()
     compile_s = time.perf_counter() - t
     mem = compiled.memory_analysis()
     out = compiled(*args)
@@ -71,7 +84,7 @@ def one(spec: str, repeats: int) -> dict:
     del out
     ms = median(timed(compiled, *args, repeats=repeats)) * 1e3
     peak = mem.argument_size_in_bytes + mem.output_size_in_bytes + mem.temp_size_in_bytes - mem.alias_size_in_bytes
-    return {"shape": f"{name} 2^{log_n} @ b{blowup}", "compile_s": compile_s, "ms": ms,
+    return {"round": which, "shape": f"{name} 2^{log_n} @ b{blowup}", "compile_s": compile_s, "ms": ms,
             "temp_mib": mem.temp_size_in_bytes / 2**20, "peak_mib": peak / 2**20,
             "lde_mib": lde.nbytes / 2**20, "sha": digest}  # fmt: skip
 
@@ -79,17 +92,20 @@ def one(spec: str, repeats: int) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", default=DEFAULT)
+    p.add_argument("--rounds", default="composition,deep")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--json", type=Path, default=Path("/tmp/bench_composition.json"))
     a = p.parse_args(argv)
     rows = []
-    for spec in a.shapes.split(","):
-        rows.append(one(spec, a.repeats))
-        print(rows[-1], file=sys.stderr, flush=True)
-    columns = [("shape", "shape", "s"), ("compile_s", "compile s", ".2f"), ("ms", "median ms", ".2f"),
+    for which in a.rounds.split(","):
+        for spec in a.shapes.split(","):
+            rows.append(one(spec, which, a.repeats))
+            print(rows[-1], file=sys.stderr, flush=True)
+    columns = [("round", "round", "s"), ("shape", "shape", "s"), ("compile_s", "compile s", ".2f"),
+               ("ms", "median ms", ".2f"),
                ("temp_mib", "temp MiB", ".0f"), ("peak_mib", "peak MiB", ".0f"), ("lde_mib", "LDE MiB", ".0f"),
                ("sha", "sha", "s")]  # fmt: skip
-    report("composition round", columns, rows, a.json, {"shapes": a.shapes})
+    report("composition and DEEP rounds", columns, rows, a.json, {"shapes": a.shapes})
     return 0
 
 
