@@ -103,6 +103,8 @@ def test_the_kernel_is_the_sum_of_python_integers():
 def test_which_airs_the_kernel_takes():
     assert all(kc.supported(air) for air in AIRS)
     assert not kc.supported(Program())  # no transition constraints
+    assert kc.supported(ShapeTable(width=kc.MAX_CONSTRAINTS))
+    assert not kc.supported(ShapeTable(width=kc.MAX_CONSTRAINTS + 1))  # its compile time
     assert not kc.supported(ExtValued())  # an extension-valued constraint keeps the twin
 
 
@@ -118,7 +120,7 @@ def test_bad_shapes_are_refused_by_name():
         call(lde, periodic, public, alphas, rows=24, tiling=kc.Tiling(rows=16))
 
 
-def _alu_round(log_n=5, blowup=4):
+def _alu_round(log_n=4, blowup=2):
     air, (trace, public) = Alu(bus=True), alu_trace(log_n)
     cfg = js.StarkConfig(blowup=blowup)
     domain = make_domain(log_n, blowup)
@@ -156,7 +158,7 @@ def test_the_kernel_lowers_to_triton():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("air", "log_size"), [(Alu(), 23), (Mixed(), 12), (WideRounds(), 12)], ids=str)
+@pytest.mark.parametrize(("air", "log_size"), [(Alu(), 23), (Mixed(), 12), (ShapeTable(width=24, degree=3), 12)], ids=str)
 def test_the_kernel_matches_the_cpu_on_a_gpu(air, log_size):
     args = [np.asarray(a) for a in _inputs(air, 1 << log_size, seed=log_size)]
     gpu = jax.devices("gpu")[0]

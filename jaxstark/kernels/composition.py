@@ -18,7 +18,14 @@ shape. Here:
 
 Its device memory is its output, ``3 L`` words, whatever the AIR. Every value is the field
 value itself, so the results equal the twin's bit for bit. An AIR whose transition constraints
-are not base-field values of the frame (:func:`supported`) keeps the twin.
+are not base-field values of the frame, or that has more than :data:`MAX_CONSTRAINTS` of them
+(:func:`supported`), keeps the twin.
+
+Measured on an H100 (``benchmarks/bench_composition.py``, ``benchmarks/RESULTS.md``, 2026-12-07):
+the ALU 2^22 @ b2 round 9.08 -> 7.99 ms and 992 -> 362 MiB of temporaries, compiled in 7.1 s
+(10.6 s before); 62 degree-3 constraints over 2^20 rows 13.84 -> 4.83 ms and 1952 -> 123 MiB,
+but compiled in 59.9 s against XLA's 16.0 s. Triton's compile time grows faster than the
+kernel's body (a round of 16, 32, 62 degree-2 constraints: 9.1, 11.7, 73.7 s), hence the limit.
 """
 
 from __future__ import annotations
@@ -37,7 +44,10 @@ from jaxstark.field.goldilocks import P
 from jaxstark.field.val import Val
 from jaxstark.kernels import field_ptx, launch
 
-__all__ = ["Tiling", "TILING", "supported", "transition_sum"]
+__all__ = ["Tiling", "TILING", "MAX_CONSTRAINTS", "supported", "transition_sum"]
+
+# The most transition constraints the kernel takes (its compile time, above)
+MAX_CONSTRAINTS = 32
 
 
 class Tiling(NamedTuple):
@@ -110,9 +120,10 @@ def _frame_vals(air, cols: int, n_periodic: int, n_public: int, wrap) -> tuple:
 
 @functools.cache
 def supported(air) -> bool:
-    """Whether ``air``'s transition constraints are base-field values of a base frame (what the
-    kernel sums; an AIR that mixes in extension values keeps the ``jnp`` twin)."""
-    if not air.constraint_degrees():
+    """Whether ``air`` has 1 to :data:`MAX_CONSTRAINTS` transition constraints and they are
+    base-field values of a base frame (what the kernel sums; an AIR that mixes in extension
+    values keeps the ``jnp`` twin)."""
+    if not 1 <= len(air.constraint_degrees()) <= MAX_CONSTRAINTS:
         return False
     cur, nxt, periodic, public = _frame_vals(air, air.width, len(air.periodic_columns()), air.num_public_inputs, Val)
 
