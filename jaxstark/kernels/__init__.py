@@ -13,8 +13,8 @@ so a trace made for one platform is never reused for another.
 
 ``JAXSTARK_KERNELS`` (read once, at import) chooses the posture:
 
-* ``auto`` (default): the kernels on CUDA devices (NTT passes, Merkle trees, the
-  out-of-domain sums and power tables, DEEP's row sums, batch inversion, the transcript's
+* ``auto`` (default): the kernels on CUDA devices (NTT passes, Merkle trees, the composition's
+  transition constraints, the out-of-domain sums and power tables, DEEP's row sums, batch inversion, the transcript's
   compressions, the scanned FRI layers' row work), ``jnp`` elsewhere;
 * ``jnp``: never use the kernels (the baseline the benchmarks compare against);
 * ``interpret``: run every kernel everywhere, in Pallas' interpreter off the GPU -- slow, for
@@ -28,7 +28,8 @@ evaluated at extension points in one pass), :mod:`.inverse` (batch inversion in 
 :mod:`.sponge` (a transcript's chain of compressions in one launch), :mod:`.fri_scan` (a
 scanned FRI layer's row work, in proportion to the layer), :mod:`.powers` (power tables of
 extension elements in one launch), :mod:`.dot` (rows of a base matrix dotted with extension
-weights in one pass: DEEP's row sums).
+weights in one pass: DEEP's row sums), :mod:`.composition` (the AIR's transition constraints
+summed with their challenges in one pass).
 """
 
 from __future__ import annotations
