@@ -85,6 +85,17 @@ def test_the_kernel_is_the_twin(air):
     np.testing.assert_array_equal(np.asarray(part), want[32:])
 
 
+def test_the_kernel_under_vmap_is_the_twin_per_chunk():
+    """Row chunks of a split table run their rounds under ``vmap``: the kernel batches."""
+    air = Fibonacci()
+    chunks = gl.random(jax.random.PRNGKey(4), (3, 32, air.width))
+    _, periodic, public, alphas = _inputs(air, 32)
+    run = lambda x: kc.transition_sum(x, periodic, public, alphas, 0, air=air, shift=2, interpret=True,  # noqa: E731
+                                      tiling=kc.Tiling(rows=16))  # fmt: skip
+    want = [np.asarray(kc.reference_sum(c, periodic, public, alphas, air=air, shift=2)) for c in chunks]
+    np.testing.assert_array_equal(np.asarray(jax.vmap(run)(chunks)), np.stack(want))
+
+
 def test_the_kernel_is_the_sum_of_python_integers():
     air, shift = Mixed(), 2
     lde, periodic, public, alphas = _inputs(air, 32, seed=5)
@@ -158,7 +169,8 @@ def test_the_kernel_lowers_to_triton():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("air", "log_size"), [(Alu(), 23), (Mixed(), 12), (ShapeTable(width=24, degree=3), 12)], ids=str)
+@pytest.mark.parametrize(("air", "log_size"), [(Alu(), 23), (Mixed(), 12), (ShapeTable(width=24, degree=3), 12)],
+                         ids=str)  # fmt: skip
 def test_the_kernel_matches_the_cpu_on_a_gpu(air, log_size):
     args = [np.asarray(a) for a in _inputs(air, 1 << log_size, seed=log_size)]
     gpu = jax.devices("gpu")[0]
