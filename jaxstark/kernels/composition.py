@@ -44,7 +44,7 @@ from jaxstark.field.goldilocks import P
 from jaxstark.field.val import Val
 from jaxstark.kernels import field_ptx, launch
 
-__all__ = ["Tiling", "TILING", "MAX_CONSTRAINTS", "supported", "transition_sum"]
+__all__ = ["Tiling", "TILING", "MAX_CONSTRAINTS", "supported", "transition_sum", "reference_sum"]
 
 # The most transition constraints the kernel takes (its compile time, above)
 MAX_CONSTRAINTS = 32
