@@ -3,6 +3,8 @@ against the jnp twin and Python integers, bit for bit: in Pallas' interpreter on
 sizes, the composition round on the kernel path against the round as XLA runs it, through the
 Triton lowering (no GPU needed), and compiled on a GPU."""
 
+import types
+
 import chex
 import equinox as eqx
 import jax
@@ -11,7 +13,6 @@ import numpy as np
 import pytest
 
 import jaxstark as js
-from jaxstark import kernels
 from jaxstark.examples import Alu, alu_trace
 from jaxstark.examples.fibonacci import Fibonacci
 from jaxstark.examples.machine import Program, RangeTable
@@ -145,7 +146,10 @@ def _alu_round(log_n=4, blowup=2):
 
 def test_the_round_takes_the_kernel_path_in_the_interpreter_and_keeps_its_values(monkeypatch):
     """The ALU with its buses (aux constraints and boundary rows beside the kernel's sum), whole
-    and in row blocks: the same round as XLA's."""
+    and in row blocks: the same round as XLA's. Only this round's kernel runs in the interpreter
+    (the round's transforms and tree keep their ``jnp`` twins, which other tests hold to theirs)."""
+    from jaxstark.rounds import r2_composition
+
     air, cfg, args = _alu_round()
 
     def run(blocks):  # a new function object each time: traced again under the posture of the moment
@@ -153,9 +157,17 @@ def test_the_round_takes_the_kernel_path_in_the_interpreter_and_keeps_its_values
 
     want = run(1)
     assert not bool(want[0].excess)
-    monkeypatch.setattr(kernels, "MODE", "interpret")
+    calls = []
+
+    def kernel_first(reference, kernel, *a):
+        calls.append(kernel)
+        return kernel(*a)
+
+    posture = types.SimpleNamespace(kernel_platforms=lambda: ("cpu",), switch=kernel_first, interpret=lambda: True)
+    monkeypatch.setattr(r2_composition, "kernels", posture)
     for blocks in (1, 2):
         chex.assert_trees_all_equal(run(blocks), want)
+    assert len(calls) == 2  # the kernel path was the one taken, whole and in blocks
 
 
 def test_the_kernel_lowers_to_triton():
