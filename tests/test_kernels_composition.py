@@ -53,6 +53,16 @@ class Mixed(js.AIR):
         return [[3, 1, 4, 1], [gl.P - 1, 2]]
 
 
+class Miscounted(js.AIR):
+    width: int = eqx.field(static=True, default=2)
+
+    def constraint_degrees(self):
+        return (1,)
+
+    def transition(self, cur, nxt, periodic, public):
+        return [nxt[0] - cur[0], nxt[1] - cur[1]]
+
+
 class ExtValued(js.AIR):
     width: int = eqx.field(static=True, default=1)
 
@@ -118,6 +128,10 @@ def test_which_airs_the_kernel_takes():
     assert kc.supported(ShapeTable(width=kc.MAX_CONSTRAINTS))
     assert not kc.supported(ShapeTable(width=kc.MAX_CONSTRAINTS + 1))  # its compile time
     assert not kc.supported(ExtValued())  # an extension-valued constraint keeps the twin
+    assert not kc.supported(Miscounted())  # two constraints, one degree: the twin names it
+    lde, periodic, public, alphas = _inputs(Miscounted(), 32)
+    with pytest.raises(ValueError, match="Miscounted.transition returned 2 constraints for 1 challenges"):
+        kc.transition_sum(lde, periodic, public, alphas, 0, air=Miscounted(), shift=2, interpret=True)
 
 
 def test_bad_shapes_are_refused_by_name():

@@ -137,7 +137,7 @@ def supported(air) -> bool:
         jax.make_jaxpr(trace)()
     except Exception:  # noqa: BLE001 - anything the frame cannot run keeps the twin, which reports it
         return False
-    return bool(flags) and all(flags)
+    return len(flags) == len(air.constraint_degrees()) and all(flags)  # a miscount: the twin names it
 
 
 def _sums(lde_ref, per_ref, pub_ref, alpha_ref, start_ref, o0_ref, o1_ref, o2_ref, *, air, cols: int,
@@ -158,6 +158,9 @@ def _sums(lde_ref, per_ref, pub_ref, alpha_ref, start_ref, o0_ref, o1_ref, o2_re
     periodic = [gather(per_ref, r * n_periodic + j) for j in range(n_periodic)]
     public = [gather(pub_ref, jnp.full((rows,), j, index)) for j in range(n_public)]
     constraints = air.transition(cur, nxt, periodic, public)
+    if len(constraints) * 4 != alpha_ref.shape[0]:
+        raise ValueError(f"{air.name}.transition returned {len(constraints)} constraints for {alpha_ref.shape[0] // 4} "
+                         "challenges")  # fmt: skip
     acc = [jnp.zeros((rows,), jnp.uint64) for _ in range(3)]
     for i, c in enumerate(constraints):
         v = jnp.broadcast_to(c.v, (rows,))

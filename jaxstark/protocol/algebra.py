@@ -71,24 +71,26 @@ def combine_constraints(
     not read."""
     n = 1 << log_n
     degrees = air.constraint_degrees()
-    constraints = air.transition(cur, nxt, periodic, pub) if transition_sum is None else degrees
-    if len(constraints) != len(degrees):
-        raise ValueError(
-            f"{air.name}.transition returned {len(constraints)} constraints but constraint_degrees() lists "
-            f"{len(degrees)}"
-        )
+    constraints = None
+    if transition_sum is None:
+        constraints = air.transition(cur, nxt, periodic, pub)
+        if len(constraints) != len(degrees):
+            raise ValueError(
+                f"{air.name}.transition returned {len(constraints)} constraints but constraint_degrees() lists "
+                f"{len(degrees)}"
+            )
     g = gl.root_of_unity(log_n)
     # a row-local AIR constrains every row; otherwise the last row's frame wraps and is excluded
     factor = zn_inv if air.row_local else (x - pow(g, n - 1, P)) * zn_inv
     aux_cs = aux_constraints(air, log_n, cur, aux) if air.num_aux_columns else []
     boundary = list(air.boundary(pub))
-    k, m = len(constraints), len(constraints) + len(boundary)
+    k, m = len(degrees), len(degrees) + len(boundary)
     if len(alphas) != m + len(aux_cs):
         raise ValueError(f"{air.name}: {len(alphas)} challenges for {m + len(aux_cs)} constraints")
     # the quotients sharing a denominator are combined first and divided once:
     # sum_i alpha_i C_i f = f sum_i alpha_i C_i (exact field arithmetic: the same value)
     if k:
-        terms = [(_dot(alphas[:k], constraints) if transition_sum is None else transition_sum) * factor]
+        terms = [(transition_sum if constraints is None else _dot(alphas[:k], constraints)) * factor]
     else:
         terms = []
     inverses: dict = {}
