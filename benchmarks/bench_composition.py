@@ -1,7 +1,7 @@
 """The composition and DEEP rounds alone: compile time, run time and XLA's memory figures, per shape.
 
     python benchmarks/bench_composition.py [--shapes alu:22:2,wide:20:2,...] [--rounds composition,deep]
-                                           [--repeats 5] [--json F]
+                                           [--max-constraints K] [--repeats 5] [--json F]
 
 Each shape (``example:log2 rows:blowup``; ``shape<C>x<d>`` is a ``ShapeTable`` of ``C`` columns and
 degree ``d``) builds a random trace LDE (and, for DEEP, random parts and claims) on the default
@@ -10,7 +10,9 @@ platform (``kernels.lowering_for``), compiles it (``compile s``, the persistent 
 times it (median of ``--repeats`` after a warm-up). ``temp MiB`` is XLA's temporaries for the
 round, ``peak MiB`` its arguments, outputs and temporaries (the memory analysis the planner
 reads). ``sha`` digests the round's outputs, so two trees' runs of the same shape can be compared
-for identical results. Run it with ``PYTHONPATH`` set to another tree to measure that tree's round
+for identical results. ``--max-constraints`` lets the composition kernel take AIRs of up to ``K``
+transition constraints (``jaxstark.kernels.composition.MAX_CONSTRAINTS``; wider ones run in
+launches of ``Tiling.constraints``). Run it with ``PYTHONPATH`` set to another tree to measure that tree's round
 (the script imports nothing of its own tree but ``common``).
 """
 
@@ -93,9 +95,15 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", default=DEFAULT)
     p.add_argument("--rounds", default="composition,deep")
+    p.add_argument("--max-constraints", type=int, default=None)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--json", type=Path, default=Path("/tmp/bench_composition.json"))
     a = p.parse_args(argv)
+    if a.max_constraints is not None:
+        from jaxstark.kernels import composition as kc
+
+        kc.MAX_CONSTRAINTS = a.max_constraints
+        kc.supported.cache_clear()
     rows = []
     for which in a.rounds.split(","):
         for spec in a.shapes.split(","):

@@ -3,6 +3,7 @@ against the jnp twin and Python integers, bit for bit: in Pallas' interpreter on
 sizes, the composition round on the kernel path against the round as XLA runs it, through the
 Triton lowering (no GPU needed), and compiled on a GPU."""
 
+import functools
 import types
 
 import chex
@@ -92,7 +93,10 @@ def test_the_kernel_is_the_twin(air):
     tiling = kc.Tiling(rows=32)
     got = kc.transition_sum(*args, 0, air=air, shift=4, interpret=True, tiling=tiling)
     np.testing.assert_array_equal(np.asarray(got), want)
-    part = kc.transition_sum(*args, 32, air=air, shift=4, rows=32, interpret=True, tiling=tiling)  # wraps
+    # the last rows (their next rows wrap), two constraints per launch (the sums passed on)
+    part = kc.transition_sum(
+        *args, 32, air=air, shift=4, rows=32, interpret=True, tiling=tiling._replace(constraints=2)
+    )
     np.testing.assert_array_equal(np.asarray(part), want[32:])
 
 
@@ -144,6 +148,8 @@ def test_bad_shapes_are_refused_by_name():
         call(lde, periodic, public, alphas[:2])
     with pytest.raises(ValueError, match="24 rows is not a multiple of the block's 16 rows"):
         call(lde, periodic, public, alphas, rows=24, tiling=kc.Tiling(rows=16))
+    with pytest.raises(ValueError, match="constraints per launch must be a positive int"):
+        call(lde, periodic, public, alphas, tiling=kc.Tiling(constraints=0))
 
 
 def _alu_round(log_n=4, blowup=2):
@@ -192,6 +198,21 @@ def test_the_kernel_lowers_to_triton():
         args = (*(S(s, jnp.uint64) for s in shapes), 0)
         lowered = jax.jit(kc.transition_sum, static_argnames=("air", "shift")).trace(*args, air=air, shift=2)
         assert "triton" in lowered.lower(lowering_platforms=("cuda",)).as_text()
+
+
+def test_a_launch_holds_only_its_groups_arithmetic():
+    """A 62-constraint AIR in launches of 31: two kernels, together hardly larger than one of 62
+    (the traced transition's other constraints are dropped before lowering)."""
+    air, S = ShapeTable(width=62), jax.ShapeDtypeStruct
+    args = (S((1 << 20, 62), jnp.uint64), S((1 << 20, 0), jnp.uint64), S((0,), jnp.uint64), S((62, 3), jnp.uint64), 0)
+
+    def lowered(per_launch):
+        fn = functools.partial(kc.transition_sum, air=air, shift=2, tiling=kc.Tiling(constraints=per_launch))
+        return jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+
+    one, two = lowered(62), lowered(31)
+    assert two.count("composition_transition_sum") == 2 * one.count("composition_transition_sum") > 0
+    assert len(two) < 1.3 * len(one)
 
 
 @pytest.mark.gpu

@@ -51,11 +51,19 @@ MAX_CONSTRAINTS = 32
 
 
 class Tiling(NamedTuple):
-    """Rows per program (a power of two), Triton warps, inline PTX form (:data:`field_ptx.PTX_FORMS`)."""
+    """Rows per program (a power of two), Triton warps, inline PTX form (:data:`field_ptx.PTX_FORMS`),
+    and the constraints one launch sums: an AIR with more is that many per launch, the running
+    sums passed on in place, each launch's program holding only its group's arithmetic (JAX drops
+    the rest of the traced transition before lowering, but traces it once per launch: lowering
+    for CUDA on the 2-core CPU took 15.2 s for 315 constraints in 10 launches, 6.3 s in one, and
+    37.2 s for 600 in 19). With ``constraints`` at :data:`MAX_CONSTRAINTS` every AIR the kernel
+    takes is one launch; whether launches of 32 compile faster on a GPU than XLA's fusion of a
+    wider AIR is not measured yet (``benchmarks/bench_composition.py --max-constraints``)."""
 
     rows: int = 128
     num_warps: int = 4
     ptx: bool | str = "mul"
+    constraints: int = 32
 
 
 TILING = Tiling()
@@ -140,10 +148,13 @@ def supported(air) -> bool:
     return len(flags) == len(air.constraint_degrees()) and all(flags)  # a miscount: the twin names it
 
 
-def _sums(lde_ref, per_ref, pub_ref, alpha_ref, start_ref, o0_ref, o1_ref, o2_ref, *, air, cols: int,
-          n_periodic: int, n_public: int, size: int, shift: int, f: field_ptx.FieldOps, index):  # fmt: skip
+def _sums(lde_ref, per_ref, pub_ref, alpha_ref, start_ref, *refs, air, cols: int, n_periodic: int, n_public: int,
+          size: int, shift: int, group: tuple[int, int], f: field_ptx.FieldOps, index):  # fmt: skip
+    """Constraints ``group[0] <= i < group[1]`` of a block of rows, added to the running sums
+    ``refs[:3]`` when there are six refs (the last three are the outputs)."""
     from jax.experimental.pallas import triton as plt
 
+    sums_in, (o0_ref, o1_ref, o2_ref) = refs[:-3], refs[-3:]
     rows = o0_ref.shape[0]
     lanes = jax.lax.broadcasted_iota(index, (rows,), 0)
     r = start_ref[0].astype(index) + pl.program_id(0).astype(index) * rows + lanes
@@ -161,9 +172,9 @@ def _sums(lde_ref, per_ref, pub_ref, alpha_ref, start_ref, o0_ref, o1_ref, o2_re
     if len(constraints) * 4 != alpha_ref.shape[0]:
         raise ValueError(f"{air.name}.transition returned {len(constraints)} constraints for {alpha_ref.shape[0] // 4} "
                          "challenges")  # fmt: skip
-    acc = [jnp.zeros((rows,), jnp.uint64) for _ in range(3)]
-    for i, c in enumerate(constraints):
-        v = jnp.broadcast_to(c.v, (rows,))
+    acc = [ref[...] for ref in sums_in] or [jnp.zeros((rows,), jnp.uint64) for _ in range(3)]
+    for i in range(*group):  # the others are traced but unused: dropped before lowering
+        v = jnp.broadcast_to(constraints[i].v, (rows,))
         for k in range(3):
             alpha = plt.load(alpha_ref.at[jnp.full((rows,), 4 * i + k, index)])
             acc[k] = f.add(acc[k], f.mul(v, alpha))
@@ -200,24 +211,35 @@ def transition_sum(
             f"composition.transition_sum: periodic {periodic.shape}, public {public.shape}, alphas {alphas.shape} do "
             f"not fit {air.name} over {size} rows"
         )
+    if not isinstance(tiling.constraints, int) or tiling.constraints < 1:
+        raise ValueError(f"composition.transition_sum: constraints per launch must be a positive int, got "
+                         f"{tiling.constraints!r}")  # fmt: skip
     block = min(tiling.rows, rows)
     if not 0 < rows <= size or rows % block or block & (block - 1):
         raise ValueError(f"composition.transition_sum: {rows} rows is not a multiple of the block's {block} rows")
     n_periodic = periodic.shape[1]
     index = jnp.int32 if size * max(cols, n_periodic, 1) < 2**31 else jnp.int64
     f = field_ptx.ops(interpret, tiling.ptx)
-    kernel = functools.partial(_sums, air=air, cols=cols, n_periodic=n_periodic, n_public=public.shape[0],
-                               size=size, shift=shift, f=f, index=index)  # fmt: skip
     flat = lambda a: a.reshape(-1) if a.size else jnp.zeros((1,), jnp.uint64)  # noqa: E731
-    out = pl.pallas_call(
-        kernel,
-        out_shape=tuple(jax.ShapeDtypeStruct((rows,), jnp.uint64) for _ in range(3)),
-        grid=(rows // block,),
-        out_specs=tuple(pl.BlockSpec((block,), lambda i: (i,)) for _ in range(3)),
-        name="composition_transition_sum",
-        **launch(interpret, tiling.num_warps),
-    )(flat(lde), flat(periodic), flat(public), jnp.pad(alphas, ((0, 0), (0, 1))).reshape(-1),
-      jnp.asarray(start, jnp.int64).reshape(1))  # fmt: skip
+    operands = (flat(lde), flat(periodic), flat(public), jnp.pad(alphas, ((0, 0), (0, 1))).reshape(-1),
+                jnp.asarray(start, jnp.int64).reshape(1))  # fmt: skip
+    spec = pl.BlockSpec((block,), lambda i: (i,))
+    out = ()
+    step = tiling.constraints
+    for first in range(0, len(degrees), step):  # each group one launch, adding to the sums before it
+        kernel = functools.partial(_sums, air=air, cols=cols, n_periodic=n_periodic, n_public=public.shape[0],
+                                   size=size, shift=shift, group=(first, min(first + step, len(degrees))), f=f,
+                                   index=index)  # fmt: skip
+        out = pl.pallas_call(
+            kernel,
+            out_shape=tuple(jax.ShapeDtypeStruct((rows,), jnp.uint64) for _ in range(3)),
+            grid=(rows // block,),
+            in_specs=[pl.no_block_spec] * len(operands) + [spec] * len(out),
+            out_specs=(spec, spec, spec),
+            input_output_aliases={len(operands) + k: k for k in range(len(out))},
+            name="composition_transition_sum",
+            **launch(interpret, tiling.num_warps),
+        )(*operands, *out)
     return jnp.stack(out, axis=-1)
 
 
