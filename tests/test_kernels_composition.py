@@ -46,7 +46,7 @@ class Mixed(js.AIR):
     def transition(self, cur, nxt, periodic, public):
         return [
             nxt[0] - (cur[0] + periodic[0] * cur[1]),
-            nxt[1] - cur[1] * public[1] + (gl.P - 7),
+            -(nxt[1] - cur[1] * public[1]) + (gl.P - 7),
             (cur[2] - public[0]) ** 3 - periodic[1] * nxt[-1] - (1 << 63) - 5 * cur[0],
         ]
 

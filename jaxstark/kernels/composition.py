@@ -96,6 +96,9 @@ class _KernelVal(Val):
     def __rmul__(self, o):
         return self.__mul__(o)
 
+    def __neg__(self):  # Val's is Val.const(0) - self, a plain Val
+        return 0 - self
+
 
 class _Columns(Sequence):
     """The frame's columns of one row block, each loaded the first time it is read."""
