@@ -190,6 +190,18 @@ def test_the_round_takes_the_kernel_path_in_the_interpreter_and_keeps_its_values
     assert len(calls) == 2  # the kernel path was the one taken, whole and in blocks
 
 
+def test_the_round_lowers_for_cuda_on_the_kernel_path(monkeypatch):
+    """The whole round (the ALU with its buses), in row blocks, traced for CUDA as the executor
+    traces it: the kernel is in the program."""
+    from jaxstark import kernels
+
+    air, cfg, args = _alu_round()
+    monkeypatch.setattr(kernels, "kernel_platforms", lambda: ("cuda",))
+    with kernels.lowering_for("cuda"):
+        lowered = composition.trace(*args, air=air, hash_name=cfg.hash, blocks=2).lower(lowering_platforms=("cuda",))
+    assert "composition_transition_sum" in lowered.as_text()
+
+
 def test_the_kernel_lowers_to_triton():
     S = jax.ShapeDtypeStruct
     for air, size in ((Alu(), 1 << 23), (Mixed(), 1 << 10)):
