@@ -43,6 +43,7 @@ from jaxtyping import Array, UInt64
 from jaxstark.field.goldilocks import P
 from jaxstark.field.val import Val
 from jaxstark.kernels import field_ptx, launch
+from jaxstark.protocol.algebra import _dot
 
 __all__ = ["Tiling", "TILING", "MAX_CONSTRAINTS", "supported", "transition_sum", "reference_sum"]
 
@@ -93,9 +94,6 @@ class _KernelVal(Val):
             return type(self)(self.f.mul(*jnp.broadcast_arrays(self.v, o.v)))
         return super().__mul__(o)
 
-    def __rmul__(self, o):
-        return self.__mul__(o)
-
     def __neg__(self):  # Val's is Val.const(0) - self, a plain Val
         return 0 - self
 
@@ -120,15 +118,6 @@ class _Columns(Sequence):
         return self._cache[i]
 
 
-def _frame_vals(air, cols: int, n_periodic: int, n_public: int, wrap) -> tuple:
-    """The transition's arguments as ``wrap``-ped lane vectors of length 1 (for :func:`supported`)."""
-    one = lambda: wrap(jnp.zeros((1,), jnp.uint64))  # noqa: E731
-    return (
-        [one() for _ in range(cols)], [one() for _ in range(cols)], [one() for _ in range(n_periodic)],
-        [wrap(jnp.zeros((), jnp.uint64)) for _ in range(n_public)],
-    )  # fmt: skip
-
-
 @functools.cache
 def supported(air) -> bool:
     """Whether ``air`` has 1 to :data:`MAX_CONSTRAINTS` transition constraints and they are
@@ -136,8 +125,9 @@ def supported(air) -> bool:
     values keeps the ``jnp`` twin)."""
     if not 1 <= len(air.constraint_degrees()) <= MAX_CONSTRAINTS:
         return False
-    cur, nxt, periodic, public = _frame_vals(air, air.width, len(air.periodic_columns()), air.num_public_inputs, Val)
-
+    lanes = lambda k: [Val(jnp.zeros((1,), jnp.uint64)) for _ in range(k)]  # noqa: E731
+    cur, nxt, periodic = lanes(air.width), lanes(air.width), lanes(len(air.periodic_columns()))
+    public = [Val(jnp.zeros((), jnp.uint64)) for _ in range(air.num_public_inputs)]
     flags = []
 
     def trace():
@@ -252,8 +242,4 @@ def reference_sum(lde, periodic, public, alphas, *, air, shift: int) -> UInt64[A
     cs = air.transition([Val(lde[:, i]) for i in range(lde.shape[1])], [Val(nxt[:, i]) for i in range(lde.shape[1])],
                         [Val(periodic[:, j]) for j in range(periodic.shape[1])],
                         [Val(public[j]) for j in range(public.shape[0])])  # fmt: skip
-    acc = None
-    for c, a in zip(cs, alphas, strict=True):
-        term = Val(a, True) * c
-        acc = term if acc is None else acc + term
-    return jnp.broadcast_to(acc.v, (lde.shape[0], 3))
+    return jnp.broadcast_to(_dot([Val(a, True) for a in alphas], cs).v, (lde.shape[0], 3))

@@ -138,12 +138,13 @@ def composition(
     k = len(air.constraint_degrees())
     # where the kernels run, the transition constraints' sum is one kernel pass
     # (jaxstark.kernels.composition): its memory is its output, whatever XLA would keep live
-    tile = min(kc.TILING.rows, size // blocks)
-    summed = bool(kernels.kernel_platforms()) and (size // blocks) % tile == 0 and not tile & (tile - 1)
-    summed = summed and kc.supported(air)
+    # (size and blocks are powers of two, so every block's rows tile the kernel's)
+    summed = bool(kernels.kernel_platforms()) and kc.supported(air)
+    stacked = None
+    if summed:  # the periodic columns as one matrix, once
+        stacked = jnp.stack(periodic, axis=1) if periodic else jnp.zeros((size, 0), jnp.uint64)
 
     def kernel_sum(start, rows):
-        stacked = jnp.stack(periodic, axis=1) if periodic else jnp.zeros((size, 0), jnp.uint64)
         return kc.transition_sum(lde, stacked, public, alphas[:k], start, air=air, shift=b, rows=rows,
                                  interpret=kernels.interpret())  # fmt: skip
 
