@@ -50,6 +50,7 @@ def one(spec: str, which: str, repeats: int) -> dict:
     import jaxstark as js
     from jaxstark import gl, kernels
     from jaxstark.field import extension as fext
+    from jaxstark.memory.executor import _export_platform
     from jaxstark.protocol.statement import public_array
     from jaxstark.rounds.domain import make_domain
     from jaxstark.rounds.r0_statement import fork_table, initial_transcript
@@ -75,9 +76,8 @@ def one(spec: str, which: str, repeats: int) -> dict:
         ood = OutOfDomain(*(fext.random(jax.random.fold_in(key, i), s) for i, s in enumerate(shapes)))
         parts_lde = fext.random(jax.random.fold_in(key, 9), (size, parts))
         fn, args, static = deep, (domain, lde, None, parts_lde, ood, tr), {}
-    platform = {"gpu": "cuda"}.get(jax.devices()[0].platform, jax.devices()[0].platform)  # the kernels' name for it
     t = time.perf_counter()
-    with kernels.lowering_for(platform):
+    with kernels.lowering_for(_export_platform(jax.devices()[0])):  # as the executor lowers rounds
         compiled = fn.trace(*args, **static).lower().compile()
     compile_s = time.perf_counter() - t
     mem = compiled.memory_analysis()
