@@ -1,7 +1,7 @@
 """The composition and DEEP rounds alone: compile time, run time and XLA's memory figures, per shape.
 
     python benchmarks/bench_composition.py [--shapes alu:22:2,wide:20:2,...] [--rounds composition,deep]
-                                           [--max-constraints K] [--repeats 5] [--json F]
+                                           [--max-constraints K] [--group G] [--repeats 5] [--json F]
 
 Each shape (``example:log2 rows:blowup``; ``shape<C>x<d>`` is a ``ShapeTable`` of ``C`` columns and
 degree ``d``) builds a random trace LDE (and, for DEEP, random parts and claims) on the default
@@ -12,8 +12,8 @@ round, ``peak MiB`` its arguments, outputs and temporaries (the memory analysis 
 reads). ``sha`` digests the round's outputs, so two trees' runs of the same shape can be compared
 for identical results. ``--max-constraints`` lets the composition kernel take AIRs of up to ``K``
 transition constraints (``jaxstark.kernels.composition.MAX_CONSTRAINTS``; wider ones run in
-launches of ``Tiling.constraints``). Run it with ``PYTHONPATH`` set to another tree to measure that tree's round
-(the script imports nothing of its own tree but ``common``).
+launches of ``Tiling.constraints``, ``--group``). Run it with ``PYTHONPATH`` set to another tree
+to measure that tree's round (the script imports nothing of its own tree but ``common``).
 """
 
 from __future__ import annotations
@@ -96,6 +96,7 @@ def main(argv=None) -> int:
     p.add_argument("--shapes", default=DEFAULT)
     p.add_argument("--rounds", default="composition,deep")
     p.add_argument("--max-constraints", type=int, default=None)
+    p.add_argument("--group", type=int, default=None, help="constraints per kernel launch (Tiling.constraints)")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--json", type=Path, default=Path("/tmp/bench_composition.json"))
     a = p.parse_args(argv)
@@ -103,7 +104,10 @@ def main(argv=None) -> int:
         from jaxstark.kernels import composition as kc
 
         kc.MAX_CONSTRAINTS = a.max_constraints
-        kc.supported.cache_clear()
+    if a.group is not None:
+        from jaxstark.kernels import composition as kc
+
+        kc.TILING = kc.TILING._replace(constraints=a.group)
     rows = []
     for which in a.rounds.split(","):
         for spec in a.shapes.split(","):

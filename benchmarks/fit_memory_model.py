@@ -99,6 +99,7 @@ def record_one(shape: tuple[int, ...]) -> dict:
 def record(grid: str, jobs: int, out: Path, only: str | None = None) -> None:
     import jax
 
+    from jaxstark.kernels import composition as composition_kernel
     from jaxstark.rounds.r4_fri_layer import scan_layers_below
 
     shapes = [(s, kind) for kind in ("fit", "check") if only in (None, kind) for s in GRIDS[grid][kind]]
@@ -120,7 +121,8 @@ def record(grid: str, jobs: int, out: Path, only: str | None = None) -> None:
     meta = dict(backend=dev.platform, device=dev.device_kind, jax=jax.__version__,
                 date=datetime.date.today().isoformat(), command=" ".join(["python"] + sys.argv),
                 device_row_floor_log2=config_for(2).device_row_floor_log2,
-                scan_layers_below=scan_layers_below(dev.platform))  # fmt: skip
+                scan_layers_below=scan_layers_below(dev.platform),
+                composition_max_constraints=composition_kernel.MAX_CONSTRAINTS)  # fmt: skip
     out.parent.mkdir(parents=True, exist_ok=True)
     data: list[dict] = []
     lock = threading.Lock()
@@ -217,6 +219,7 @@ def fit(path: Path) -> None:
     import numpy as np
     from scipy.optimize import nnls
 
+    from jaxstark.kernels import composition as composition_kernel
     from jaxstark.memory.model import ROUND_FEATURES, features, model, round_features
     from jaxstark.rounds import r4_fri_layer, registered
 
@@ -225,6 +228,8 @@ def fit(path: Path) -> None:
     # the FRI layers as the figures were cut (recordings made before the key: 2^10 on every platform)
     below = blob["meta"].get("scan_layers_below", 1 << 10)
     setattr(r4_fri_layer, r4_fri_layer.scan_threshold_name(backend), below)
+    # the composition kernel taking the AIRs it took then (recordings made before the key: none)
+    composition_kernel.MAX_CONSTRAINTS = blob["meta"].get("composition_max_constraints", 0)
     # tables below the row floor ran on the host CPU: not this backend's figures
     data = [e for e in blob["data"] if backend == "cpu" or e["shape"][0] >= floor]
     # recordings made while the statement was a program of its own list it first; it is now
@@ -240,7 +245,9 @@ def fit(path: Path) -> None:
             if e["kind"] != "fit":
                 continue
             log_n, c, a, b, d = e["shape"]
-            f = features(log_n, b, c, a, shape_air(c, a, d).composition_parts, backend=backend)
+            air = shape_air(c, a, d)
+            summed = backend == "gpu" and composition_kernel.supported(air)
+            f = features(log_n, b, c, a, air.composition_parts, backend=backend, constraints=c, summed=summed)
             for r in e["rounds"]:
                 if registered(r["name"]).name == name:
                     fr = round_features(r["name"], f, log_n, b, config_for(b).fri_final_degree, backend)

@@ -19,6 +19,7 @@ import pytest
 import jaxstark as js
 from jaxstark.examples import Alu
 from jaxstark.examples.shape import ShapeTable, shape_config
+from jaxstark.kernels import composition as composition_kernel
 from jaxstark.memory.model import ROUND_FEATURES, TEMP_COEFFS, model
 from jaxstark.rounds import ROUNDS, r4_fri_layer, registered
 
@@ -27,10 +28,12 @@ DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
 
 def recorded(backend: str, monkeypatch) -> tuple[dict, list[dict]]:
     """The recorded figures, and the FRI layers cut as they were when recorded (recordings made
-    before the meta key: 2^10 evaluations on every platform)."""
+    before the meta key: 2^10 evaluations on every platform), the composition kernel taking the
+    AIRs it took then (before the meta key: none)."""
     blob = json.loads((DATA / f"memory_{backend}.json").read_text())
     below = blob["meta"].get("scan_layers_below", 1 << 10)
     monkeypatch.setattr(r4_fri_layer, r4_fri_layer.scan_threshold_name(backend), below)
+    monkeypatch.setattr(composition_kernel, "MAX_CONSTRAINTS", blob["meta"].get("composition_max_constraints", 0))
     floor = blob["meta"].get("device_row_floor_log2", 0)
     # tables below the recording's row floor ran on the CPU: not a one-device set
     data = [e for e in blob["data"] if backend == "cpu" or e["shape"][0] >= floor]
@@ -165,6 +168,23 @@ def test_model_scales_linearly_and_compiles_nothing():
     assert model(None, 30, shape_config(4), width=600, backend="gpu").peak > 2**40
 
 
+def test_the_composition_kernel_regime_follows_the_constraints_it_sums(monkeypatch):
+    """On a GPU the composition's constraint terms ("L*t", "L*t*P") count only where XLA fuses
+    the constraints; where the kernel sums them (an AIR it takes, up to MAX_CONSTRAINTS) the
+    round counts "Lk" instead. The CPU never sums them in a kernel."""
+    form = {"composition": ({"Lk": 1.0, "L*t": 100.0},)}
+    temps = lambda air=None, **kw: model(air, 10, shape_config(2), coeffs=form, **kw).round("composition").temporaries  # noqa: E731
+    size, most = 2**11, composition_kernel.MAX_CONSTRAINTS
+    assert temps(ShapeTable(width=8), backend="gpu") == size
+    assert temps(ShapeTable(width=most + 1), backend="gpu") == 100 * size * (most + 1)
+    assert temps(ShapeTable(width=8), backend="cpu") == 100 * size * 8
+    assert temps(width=most, backend="gpu") == size  # a hypothetical table: a constraint per column
+    assert temps(width=4, constraints=most + 3, backend="gpu") == 100 * size * (most + 3)
+    assert temps(Alu(), backend="gpu") == size  # its constraints, not its columns
+    monkeypatch.setattr(composition_kernel, "MAX_CONSTRAINTS", 0)  # a recording from before the kernel
+    assert temps(ShapeTable(width=8), backend="gpu") == 100 * size * 8
+
+
 @pytest.mark.parametrize(
     "kw, match",
     [
@@ -173,6 +193,7 @@ def test_model_scales_linearly_and_compiles_nothing():
         (dict(width=4, parts=0), "parts"),
         (dict(width=True), "width"),
         (dict(width=4, backend="tpu"), "backend"),
+        (dict(width=4, constraints=-1), "constraints"),
     ],
 )
 def test_model_rejects_bad_shapes(kw, match):

@@ -118,13 +118,17 @@ class _Columns(Sequence):
         return self._cache[i]
 
 
-@functools.cache
 def supported(air) -> bool:
     """Whether ``air`` has 1 to :data:`MAX_CONSTRAINTS` transition constraints and they are
     base-field values of a base frame (what the kernel sums; an AIR that mixes in extension
     values keeps the ``jnp`` twin)."""
-    if not 1 <= len(air.constraint_degrees()) <= MAX_CONSTRAINTS:
-        return False
+    return 1 <= len(air.constraint_degrees()) <= MAX_CONSTRAINTS and _base_valued(air)
+
+
+@functools.cache
+def _base_valued(air) -> bool:
+    """Whether ``air``'s transition, run on a frame of base values, returns its number of
+    constraints, each a base value."""
     lanes = lambda k: [Val(jnp.zeros((1,), jnp.uint64)) for _ in range(k)]  # noqa: E731
     cur, nxt, periodic = lanes(air.width), lanes(air.width), lanes(len(air.periodic_columns()))
     public = [Val(jnp.zeros((), jnp.uint64)) for _ in range(air.num_public_inputs)]
@@ -187,13 +191,15 @@ def transition_sum(
     shift: int,
     rows: int | None = None,
     interpret: bool = False,
-    tiling: Tiling = TILING,
+    tiling: Tiling | None = None,
 ) -> UInt64[Array, " R 3"]:
     """``sum_i alphas[i] C_i`` at the LDE rows ``[start, start + rows)`` (all ``L`` by default),
     each row's frame being itself and row ``r + shift`` mod ``L``; ``periodic`` holds the periodic
     columns on the LDE (``(L, 0)`` without any), ``public`` the public inputs, ``alphas`` one
     extension challenge per transition constraint. ``L`` is a power of two, ``rows`` a multiple
-    of the block's rows (or smaller than one block)."""
+    of the block's rows (or smaller than one block). ``tiling``: :data:`TILING` (read when the call
+    is traced) by default."""
+    tiling = TILING if tiling is None else tiling
     size, cols = lde.shape
     degrees = air.constraint_degrees()
     rows = size if rows is None else rows

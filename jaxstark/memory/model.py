@@ -26,6 +26,7 @@ import numpy as np
 from jaxstark import merkle, transfer
 from jaxstark.air import AIR
 from jaxstark.config import StarkConfig
+from jaxstark.kernels import composition as composition_kernel
 from jaxstark.memory.executor import PARK_MIN_BYTES
 from jaxstark.poly import COLUMN_BLOCK
 from jaxstark.progress import format_bytes
@@ -72,12 +73,16 @@ OOD_BIG_ROWS = 1 << 20  # rows from which XLA:GPU keeps the out-of-domain produc
 # coefficient, "n*c", "n*a", "n*P") and two small power tables; "n*cp*k" (the products XLA:GPU
 # kept from OOD_BIG_ROWS rows before the kernel) fits to almost nothing. DEEP (one piece on an
 # accelerator) is the larger of the loop's block ("L*cb": products and flags of a block of
-# columns) and what is reduced after it or whole ("L", "L*cu", "L*a"). The composition holds
-# the constraint values of many columns at once ("L*c", "L*c*P": a degree-d constraint takes
-# d - 1 = P products per column); how many XLA:GPU's schedule keeps live is no function of the
-# shape that the grid shows (about 1.4 words per row, column and part on most shapes, 0.2 to 2.2
-# on others, not monotone in the rows; FIT_QUALITY). "m" is the evaluations of the FRI layer a
-# round starts from (round_features): every FRI layer is one fit. "Lb*c", "Lb*a", "Lb*P" are
+# columns) and what is reduced after it or whole ("L", "L*cu", "L*a"). The composition, where
+# XLA fuses it, holds the values of many of the ``t`` transition constraints at once ("L*t",
+# "L*t*P": a degree-d constraint takes d - 1 = P products); how many XLA:GPU's schedule keeps
+# live is no function of the shape that the grid shows (about 1.4 words per row, constraint and
+# part on most shapes, 0.2 to 2.2 on others, not monotone in the rows). Where the composition
+# kernel sums them (on a CUDA device, an AIR it takes: jaxstark.kernels.composition.supported),
+# the round holds the kernel's three sums and what XLA computes besides them (the boundary and
+# aux quotients), whatever the constraints: "Lk" is L there and 0 elsewhere, and "L*t", "L*t*P"
+# are 0 there. "m" is the evaluations of the FRI layer a round starts from (round_features):
+# every FRI layer is one fit. "Lb*c", "Lb*a", "Lb*P" are
 # min(L, merkle.BLOCK) times the words of a leaf's row (in columns or extension columns): the
 # plain-jnp tree hashes at most merkle.BLOCK leaves at a time, so its working set stops growing
 # with L there (the CPU path; the GPU's tree kernels have their own).
@@ -86,7 +91,7 @@ ROUND_FEATURES: dict[str, tuple[str, ...]] = {
     LOGUP_CHALLENGES: ("1",),
     AUX_COMMIT: ("L", "L*a", "n*c", "n*a", "Lb*a", "1"),
     FORK: ("1",),
-    COMPOSITION: ("L", "L*c", "L*c*P", "L*a", "L*P", "n*P", "Lb*P", "1"),
+    COMPOSITION: ("L", "Lk", "L*t", "L*t*P", "L*a", "L*P", "n*P", "Lb*P", "1"),
     OUT_OF_DOMAIN: ("n", "n*c", "n*cw", "n*cp*k", "n*a", "n*P", "1"),
     DEEP: ("L", "L*c", "L*cb", "L*cu", "L*a", "L*P", "1"),
     FRI_LAYER: ("m", "1"),
@@ -94,8 +99,8 @@ ROUND_FEATURES: dict[str, tuple[str, ...]] = {
     QUERIES: ("grind", "1"),
     OPENINGS: ("L", "1"),
 }
-FEATURES = ("n", "L", "L*logL", "L*c", "L*c*P", "L*a", "L*P", "n*c", "n*a", "n*P", "L*cu", "L*cb", "n*cw", "n*cp*k",
-            "Lb*c", "Lb*a", "Lb*P", "grind", "m", "1")  # fmt: skip
+FEATURES = ("n", "L", "Lk", "L*logL", "L*c", "L*t", "L*t*P", "L*a", "L*P", "n*c", "n*a", "n*P", "L*cu", "L*cb",
+            "n*cw", "n*cp*k", "Lb*c", "Lb*a", "Lb*P", "grind", "m", "1")  # fmt: skip
 
 # Per backend, per round: the temporaries as the largest of one or two linear forms (bytes per
 # unit of each feature), fitted by ``python benchmarks/fit_memory_model.py fit`` on that
@@ -107,7 +112,7 @@ TEMP_COEFFS: dict[str, dict[str, tuple[dict[str, float], ...]]] = {
         "FRI final": ({'m': 263.2, '1': 18000.0},),
         "FRI layer": ({'m': 42.72, '1': 308900.0},),
         "aux commit": ({'L*a': 6.88, 'n*c': 0.7346, 'n*a': 128.1, '1': 452500.0},),
-        "composition": ({'L': 68.24, 'L*c': 7.497, 'Lb*P': 92.93, '1': 50830.0},),
+        "composition": ({'L': 68.24, 'L*t': 7.497, 'Lb*P': 92.93, '1': 50830.0},),
         "fork": ({'1': 456.0},),
         "logup challenges": ({'1': 1280.0},),
         "openings": ({'L': 0.0013, '1': 0.2083},),
@@ -123,7 +128,7 @@ TEMP_COEFFS: dict[str, dict[str, tuple[dict[str, float], ...]]] = {
         "FRI final": ({'m': 191.8},),
         "FRI layer": ({'m': 25.5, '1': 5128.0},),
         "aux commit": ({'L*a': 1.657, 'n*a': 56.44},),
-        "composition": ({'L*c': 10.49, 'L*a': 69.45, 'L*P': 26.52},),
+        "composition": ({'L*t': 10.49, 'L*a': 69.45, 'L*P': 26.52},),
         "fork": ({'1': 1536.0},),
         "logup challenges": ({'1': 1536.0},),
         "openings": ({'L': 5.079e-05, '1': 35.24},),
@@ -167,9 +172,20 @@ STRATEGIES = ("park", "recompute", "blocks")
 
 
 def features(
-    log_n: int, blowup: int, c: int, a: int, parts: int, grinding_bits: int = 16, backend: str = "cpu"
+    log_n: int,
+    blowup: int,
+    c: int,
+    a: int,
+    parts: int,
+    grinding_bits: int = 16,
+    backend: str = "cpu",
+    constraints: int | None = None,
+    summed: bool = False,
 ) -> dict[str, int]:
-    """The quantities of :data:`FEATURES` for one shape on ``backend``."""
+    """The quantities of :data:`FEATURES` for one shape on ``backend``: ``constraints`` transition
+    constraints (default: one per column), their sum computed by the composition kernel when
+    ``summed``."""
+    t = c if constraints is None else constraints
     n = 1 << log_n
     size = n * blowup
     whole = c < 2 * COLUMN_BLOCK  # a column reduction takes the batch in one piece
@@ -180,7 +196,8 @@ def features(
     lb = min(size, merkle.BLOCK)
     return {
         "n": n, "L": size, "L*logL": size * (log_n + blowup.bit_length() - 1), "L*c": size * c,
-        "L*c*P": size * c * parts, "L*a": size * a, "L*P": size * parts, "n*c": n * c, "n*a": n * a,
+        "Lk": size if summed else 0, "L*t": 0 if summed else size * t, "L*t*P": 0 if summed else size * t * parts,
+        "L*a": size * a, "L*P": size * parts, "n*c": n * c, "n*a": n * a,
         "n*P": n * parts, "L*cu": size * cu, "L*cb": size * cb, "n*cw": n * cw, "n*cp*k": n * cp * k,
         "Lb*c": lb * c, "Lb*a": lb * a, "Lb*P": lb * parts,
         "grind": grind_batch(grinding_bits, backend) if grinding_bits else 0, "m": 0, "1": 1,
@@ -358,6 +375,7 @@ def model(
     parts: int | None = None,
     buses: int | None = None,
     public_inputs: int | None = None,
+    constraints: int | None = None,
     backend: str | None = None,
     coeffs: dict[str, tuple[dict[str, float], ...]] | None = None,
     chunk_rows_log2: int | None = None,
@@ -369,7 +387,9 @@ def model(
 ) -> TableModel:
     """Every round's device set for one table of ``2^log_n`` rows proved alone: ``air`` gives the
     width, aux columns, composition parts, buses and public inputs, or pass them with
-    ``air=None`` for a hypothetical table (unset: no aux columns, one part). ``backend`` picks
+    ``air=None`` for a hypothetical table (unset: no aux columns, one part, one transition
+    constraint per column, base-valued: on a GPU the composition kernel sums up to
+    :data:`jaxstark.kernels.composition.MAX_CONSTRAINTS` of them). ``backend`` picks
     the fitted temporaries (``"gpu"`` or ``"cpu"``; default: JAX's default backend, see
     :data:`FIT_QUALITY` for how well each fits); ``coeffs`` overrides them.
 
@@ -404,14 +424,21 @@ def model(
     if buses is None:
         buses = len({i.bus for i in air.interactions()}) if air is not None else (1 if a else 0)
     k = public_inputs if public_inputs is not None else (air.num_public_inputs if air is not None else 0)
+    if constraints is None:
+        constraints = len(air.constraint_degrees()) if air is not None else c
     if coeffs is None:
         if backend not in TEMP_COEFFS:
             raise ValueError(f"model: backend must be one of {sorted(TEMP_COEFFS)}, got {backend!r}")
         coeffs = TEMP_COEFFS[backend]
-    for name, value in (("width", c), ("aux_columns", a), ("parts", p), ("log_n", log_n)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name in ("width", "parts") else 0):
-            raise ValueError(f"model: {name} must be a {'positive' if name in ('width', 'parts') else 'non-negative'} "
+    positive = ("width", "parts")
+    for name, value in (("width", c), ("aux_columns", a), ("parts", p), ("constraints", constraints), ("log_n", log_n)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name in positive else 0):
+            raise ValueError(f"model: {name} must be a {'positive' if name in positive else 'non-negative'} "
                              f"int, got {value!r}")  # fmt: skip
+    # the composition kernel sums the transition constraints on a CUDA device, for an AIR it takes
+    summed = backend == "gpu" and 1 <= constraints <= composition_kernel.MAX_CONSTRAINTS
+    if summed and air is not None:
+        summed = composition_kernel.supported(air)
     rows_log2 = log_n
     if chunk_rows_log2 is not None:
         h = chunk_rows_log2
@@ -424,7 +451,7 @@ def model(
     g = group
     n, q = 1 << log_n, config.num_queries
     size = n * config.blowup
-    feats = features(log_n, config.blowup, c, a, p, config.grinding_bits, backend)
+    feats = features(log_n, config.blowup, c, a, p, config.grinding_bits, backend, constraints, summed)
     park, recompute = _names("park", park), _names("recompute", recompute)
     blocks = dict(blocks or {})
     blockable = {
