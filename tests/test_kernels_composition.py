@@ -4,6 +4,7 @@ sizes, the composition round on the kernel path against the round as XLA runs it
 Triton lowering (no GPU needed), and compiled on a GPU."""
 
 import functools
+import re
 import types
 
 import chex
@@ -15,7 +16,7 @@ import pytest
 
 import jaxstark as js
 from jaxstark.examples import Alu, alu_trace
-from jaxstark.examples.fibonacci import Fibonacci
+from jaxstark.examples.fibonacci import Fibonacci, fibonacci_trace
 from jaxstark.examples.machine import Program, RangeTable
 from jaxstark.examples.shape import ShapeTable
 from jaxstark.examples.wide import WideRounds
@@ -152,21 +153,25 @@ def test_bad_shapes_are_refused_by_name():
         call(lde, periodic, public, alphas, tiling=kc.Tiling(constraints=0))
 
 
-def _alu_round(log_n=4, blowup=2):
-    air, (trace, public) = Alu(bus=True), alu_trace(log_n)
+def _alu_round(log_n=4, blowup=2, air=None, trace_public=None):
+    """The composition round's arguments for the ALU with its buses (or ``air`` on its trace)."""
+    air, (trace, public) = air or Alu(bus=True), trace_public or alu_trace(log_n)
     cfg = js.StarkConfig(blowup=blowup)
     domain = make_domain(log_n, blowup)
     tr = initial_transcript((public_array(air, public),), airs=(air,), config=cfg, log_ns=(log_n,))
     r1, tr = trace_commit(trace, domain, tr, hash_name=cfg.hash)
-    tr, challenges = logup_challenges(tr)
-    aux, tr = aux_commit(trace, domain, challenges, tr, air=air, hash_name=cfg.hash)
+    aux = None
+    if air.num_aux_columns:
+        tr, challenges = logup_challenges(tr)
+        aux, tr = aux_commit(trace, domain, challenges, tr, air=air, hash_name=cfg.hash)
     tr = fork_table(tr, jnp.uint64(0))
-    return air, cfg, (domain, r1.lde, aux.lde, (challenges, aux.sums), public_array(air, public), tr)
+    logup = (challenges, aux.sums) if aux else None
+    return air, cfg, (domain, r1.lde, aux.lde if aux else None, logup, public_array(air, public), tr)
 
 
 def test_the_round_takes_the_kernel_path_in_the_interpreter_and_keeps_its_values(monkeypatch):
-    """The ALU with its buses (aux constraints and boundary rows beside the kernel's sum), whole
-    and in row blocks: the same round as XLA's. Only this round's kernel runs in the interpreter
+    """The ALU with its buses (aux constraints beside the kernel's sum), whole and in row
+    blocks: the same round as XLA's. Only this round's kernel runs in the interpreter
     (the round's transforms and tree keep their ``jnp`` twins, which other tests hold to theirs)."""
     from jaxstark.rounds import r2_composition
 
@@ -192,14 +197,20 @@ def test_the_round_takes_the_kernel_path_in_the_interpreter_and_keeps_its_values
 
 def test_the_round_lowers_for_cuda_on_the_kernel_path(monkeypatch):
     """The whole round (the ALU with its buses), in row blocks, traced for CUDA as the executor
-    traces it: the kernel is in the program."""
+    traces it: the kernel is in the program. Fibonacci's too, with the base inversion kernel for
+    its boundary rows' inverses."""
     from jaxstark import kernels
 
-    air, cfg, args = _alu_round()
+    fib = Fibonacci()
+    assert fib.boundary([HostVal(0)] * fib.num_public_inputs)  # it has boundary rows to invert
     monkeypatch.setattr(kernels, "kernel_platforms", lambda: ("cuda",))
-    with kernels.lowering_for("cuda"):
-        lowered = composition.trace(*args, air=air, hash_name=cfg.hash, blocks=2).lower(lowering_platforms=("cuda",))
-    assert "composition_transition_sum" in lowered.as_text()
+    for air, trace_public, name in ((None, None, None), (fib, fibonacci_trace(4), "batch_inv")):
+        air, cfg, args = _alu_round(air=air, trace_public=trace_public)
+        with kernels.lowering_for("cuda"):
+            lowered = composition.trace(*args, air=air, hash_name=cfg.hash, blocks=2)
+            text = lowered.lower(lowering_platforms=("cuda",)).as_text()
+        assert "composition_transition_sum" in text
+        assert name is None or re.search(rf'name = \\?"{name}"', text)  # the kernel's name, not a function's
 
 
 def test_the_kernel_lowers_to_triton():

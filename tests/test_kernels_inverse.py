@@ -50,6 +50,16 @@ def test_the_kernel_matches_the_jnp_trick_on_any_shape():
     assert ki.batch_inv(jnp.zeros((0, 3), jnp.uint64), interpret=True).shape == (0, 3)
 
 
+def test_base_inverses_take_the_kernel_in_the_interpreter(monkeypatch):
+    a = gl.random(jax.random.PRNGKey(5), (4, 200)).at[3, 9].set(0)
+    want = gl._batch_inv(a)
+    lowered = jax.jit(ki.base_batch_inv).trace(a).lower(lowering_platforms=("cpu",)).as_text()
+    assert "batch_inv" not in lowered  # the twin under the default posture on the CPU
+    monkeypatch.setattr(kernels, "MODE", "interpret")
+    got = jax.jit(ki.base_batch_inv)(a)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
 def test_extension_inverses_take_the_kernel_in_the_interpreter(monkeypatch):
     a = fext.random(jax.random.PRNGKey(4), (2, 300)).at[1, 5].set(0)
     want = fext._batch_inv(a)

@@ -33,9 +33,10 @@ from jaxtyping import Array, UInt64
 
 from jaxstark import kernels
 from jaxstark.field import extension as fext
+from jaxstark.field import goldilocks as gl
 from jaxstark.kernels import field_ptx, launch
 
-__all__ = ["Tiling", "TILING", "batch_inv", "ext_batch_inv"]
+__all__ = ["Tiling", "TILING", "batch_inv", "base_batch_inv", "ext_batch_inv"]
 
 _ZERO, _ONE = np.uint64(0), np.uint64(1)
 # p - 2 = 0xFFFFFFFE_FFFFFFFF: every bit set but bit 32, step 31 of the loop from the top bit down
@@ -106,6 +107,16 @@ def batch_inv(a: UInt64[Array, "..."], *, interpret: bool = False, tiling: Tilin
         **launch(interpret, tiling.num_warps),
     )(x)
     return out.reshape(-1)[:n].reshape(shape)
+
+
+def _base_kernel(a: Array) -> Array:
+    return batch_inv(a, interpret=kernels.interpret())
+
+
+def base_batch_inv(a: UInt64[Array, "..."]) -> UInt64[Array, "..."]:
+    """:func:`jaxstark.field.goldilocks._batch_inv` where the kernel posture puts kernels on the
+    lowering platform (:func:`jaxstark.kernels.switch`), the twin elsewhere."""
+    return kernels.switch(gl._batch_inv, _base_kernel, a)
 
 
 def _ext_kernel(a: Array) -> Array:

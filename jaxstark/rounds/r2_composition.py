@@ -11,7 +11,8 @@ the last one included; the aux (LogUp) constraints ``A_k`` always hold on every 
 :mod:`jaxstark.logup`)
 
 ``x^n`` takes only ``blowup`` distinct values on the coset, so the transition zerofier costs
-``blowup`` inversions; each boundary row costs one batch inversion over the LDE. H has degree
+``blowup`` inversions; each boundary row costs one batch inversion over the LDE (one kernel pass
+where the kernels run, :func:`jaxstark.kernels.inverse.base_batch_inv`). H has degree
 below ``P * n`` (``P = max degree - 1`` parts); it is interpolated over the coset, split into
 ``P`` polynomials of degree < n (``H = sum_j x^(j n) H_j``), each re-evaluated on the LDE and the
 ``(L, P, 3)`` result committed. Coefficients of H at or beyond ``P * n`` must be zero; their
@@ -21,7 +22,8 @@ reports it (``excess``) so the prover can refuse.
 Where the kernels run (a CUDA device), ``sum_i alpha_i C_i`` over the transition constraints is
 one kernel pass that calls the AIR's ``transition`` itself (:mod:`jaxstark.kernels.composition`,
 for AIRs of up to its ``MAX_CONSTRAINTS``): the round then holds that sum, not the per-column
-values XLA's fusion would keep live; the boundary and aux quotients are XLA's either way.
+values XLA's fusion would keep live; the boundary and aux quotients are XLA's either way (but
+for the boundary rows' inversions).
 
 Keeps: the parts' coefficients (OOD), their LDE and tree (DEEP, openings). Drops: H itself and
 every constraint evaluation.
@@ -48,6 +50,7 @@ from jaxstark.air import AIR
 from jaxstark.field import goldilocks as gl
 from jaxstark.field.val import Val
 from jaxstark.kernels import composition as kc
+from jaxstark.kernels.inverse import base_batch_inv
 from jaxstark.lde import _coset_interpolate, _evaluate_core, _lde_core
 from jaxstark.logup import AuxFrame
 from jaxstark.merkle import _build
@@ -129,7 +132,7 @@ def composition(
             )  # fmt: skip
         return combine_constraints(
             air, domain.log_n, Val(x), Val(jnp.tile(jnp.asarray(inv_zn), x.shape[0] // b)),
-            lambda d: Val(gl._batch_inv(d.v)), [Val(cur_rows[:, i]) for i in range(cur_rows.shape[1])],
+            lambda d: Val(base_batch_inv(d.v)), [Val(cur_rows[:, i]) for i in range(cur_rows.shape[1])],
             [] if nxt_rows is None else [Val(nxt_rows[:, i]) for i in range(nxt_rows.shape[1])],
             [Val(v) for v in periodic_rows], pub, alpha_vals, aux, None if tsum is None else Val(tsum, True),
         ).v  # fmt: skip
