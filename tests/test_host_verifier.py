@@ -225,3 +225,33 @@ def test_an_honest_proof_with_as_many_queries_as_columns_verifies():
     cfg = js.StarkConfig(blowup=2, num_queries=3, grinding_bits=0, fri_final_degree=4)
     trace = np.tile(np.array([[5, 7, 9]], np.uint64), (16, 1))
     assert js.verify(Still(), js.prove(Still(), trace, (), cfg).to_bytes(), (), cfg)
+
+
+class Stride(js.AIR):
+    """Each row is the one before plus 2^63 + 5, a constant written with Val.const (on either
+    side of the operator); the first row is zero."""
+
+    width: int = eqx.field(static=True, default=1)
+
+    def constraint_degrees(self):
+        return (1, 1)
+
+    def transition(self, cur, nxt, periodic, public):
+        step = js.Val.const((1 << 63) + 5)
+        return [nxt[0] - cur[0] - step, step + cur[0] - nxt[0]]
+
+    def boundary(self, public):
+        return [(0, 0, 0)]
+
+
+def test_an_air_with_val_constants_proves_and_verifies():
+    """The host evaluates the constraint code with HostVal frames: a Val.const meets them."""
+    cfg = js.StarkConfig(blowup=2, num_queries=3, grinding_bits=0, fri_final_degree=4)
+    trace = np.array([[i * ((1 << 63) + 5) % P] for i in range(16)], np.uint64)
+    assert js.verify(Stride(), js.prove(Stride(), trace, (), cfg).to_bytes(), (), cfg)
+    bad = trace.copy()
+    bad[9, 0] ^= 1  # the host's constraint values at z then differ from the claimed composition
+    with pytest.warns(UserWarning, match="does not satisfy the AIR"):
+        proof = js.prove(Stride(), bad, (), cfg).to_bytes()
+    with pytest.raises(js.InvalidProof, match="does not match the AIR's constraints"):
+        js.verify(Stride(), proof, (), cfg)

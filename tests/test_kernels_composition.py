@@ -33,7 +33,8 @@ from jaxstark.rounds.r2_composition import composition
 
 
 class Mixed(js.AIR):
-    """Periodic columns, public inputs, constants of 2^63 and more, a next-row read."""
+    """Periodic columns, public inputs, constants of 2^63 and more (ints and Val.const, on either
+    side), a next-row read."""
 
     width: int = eqx.field(static=True, default=3)
 
@@ -46,7 +47,7 @@ class Mixed(js.AIR):
 
     def transition(self, cur, nxt, periodic, public):
         return [
-            nxt[0] - (cur[0] + periodic[0] * cur[1]),
+            js.Val.const((1 << 63) + 9) - nxt[0] + (cur[0] + periodic[0] * cur[1]) * js.Val.const(gl.P - 2),
             -(nxt[1] - cur[1] * public[1]) + (gl.P - 7),
             (cur[2] - public[0]) ** 3 - periodic[1] * nxt[-1] - (1 << 63) - 5 * cur[0],
         ]

@@ -1,7 +1,8 @@
 """The field on the host: Python integers (and numpy object arrays of them), no JAX.
 
 :class:`HostVal` is ``c0 + c1 w + c2 w^2`` of GF(p^3) (``w^3 = 2``) with the constraint-code
-operator interface of :class:`~jaxstark.air.Val` (``+ - * **``, Python ints as operands). Each
+operator interface of :class:`~jaxstark.air.Val` (``+ - * **``, Python ints and constant
+``Val`` s as operands). Each
 coordinate is a Python int -- one scalar -- or a numpy ``object`` array of Python ints -- a batch
 (e.g. one value per FRI query), every operation element-wise. A plain ``object`` (or integer)
 array used as an operand is a batch of base-field values. The verifier evaluates an AIR's
@@ -80,6 +81,14 @@ class HostVal:
             return o
         if isinstance(o, (int, np.integer, np.ndarray)):
             return HostVal((o, 0, 0))
+        from jaxstark.field.val import Val  # imported here: the host field runs without JAX's arrays
+
+        if isinstance(o, Val):  # a constant the constraint code made (Val.const): its value, on the host
+            v = np.asarray(o.v)
+            if v.shape != ((3,) if o.is_ext else ()):
+                raise TypeError(f"constraint code mixed a {v.shape} batch of Val with host values: only a "
+                                f"constant Val (Val.const) can take part in host arithmetic")  # fmt: skip
+            return HostVal(v) if o.is_ext else HostVal((int(v), 0, 0))
         return NotImplemented
 
     def __add__(self, o):

@@ -29,7 +29,9 @@ class Val:
 
     @staticmethod
     def const(c: int) -> Val:
-        return Val(jnp.asarray(np.uint64(int(c) % P)), False)
+        """The base element ``c mod p``: a numpy scalar, so its value stays known while the
+        constraint code is traced (the host twin and the kernels read it back)."""
+        return Val(np.uint64(int(c) % P), False)
 
     def _other(self, o) -> Val:
         if isinstance(o, Val):

@@ -78,6 +78,8 @@ class _KernelVal(Val):
     f: field_ptx.FieldOps = field_ptx.JNP
 
     def _other(self, o):
+        if type(o) is Val and isinstance(o.v, np.uint64):  # a constant of the constraint code (Val.const)
+            o = int(o.v)
         if isinstance(o, (int, np.integer)) and int(o) % P >> 63:
             # Triton takes no unsigned constant of 2^63 or more: formed from its halves on the
             # lanes' own zero (a traced value, so JAX does not fold it back into one constant)
@@ -90,12 +92,25 @@ class _KernelVal(Val):
         return out if out is NotImplemented or out.is_ext else type(self)(out.v)
 
     def __mul__(self, o):
+        if type(o) is Val and isinstance(o.v, np.uint64):  # a Val.const: as a kernel value
+            o = self._other(o)
         if isinstance(o, Val) and not o.is_ext and not self.is_ext:
             return type(self)(self.f.mul(*jnp.broadcast_arrays(self.v, o.v)))
         return super().__mul__(o)
 
     def __neg__(self):  # Val's is Val.const(0) - self, a plain Val
         return 0 - self
+
+    # a subclass's reflected operators go first, so that a plain Val on the left
+    # (Val.const(c) - x) meets this class's _other, not Val's
+    def __radd__(self, o):
+        return super().__radd__(o)
+
+    def __rsub__(self, o):
+        return super().__rsub__(o)
+
+    def __rmul__(self, o):
+        return super().__rmul__(o)
 
 
 class _Columns(Sequence):
