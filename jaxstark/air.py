@@ -18,9 +18,9 @@ An AIR describes a trace of ``n`` rows by ``width`` base-field columns through
   constraints only.
 
 The same transition function serves the prover and the verifier: it is written with ``+``,
-``-``, ``*``, ``**`` and integer constants on :class:`Val` objects, which the prover fills with
-base-field arrays over the whole low-degree extension and the verifier with extension-field
-values at the out-of-domain point. Example::
+``-``, ``*``, ``**`` and integer constants (or ``Val.const(c)``) on :class:`Val` objects, which
+the prover fills with base-field arrays over the whole low-degree extension and the verifier
+with extension-field values at the out-of-domain point. Example::
 
     class Fibonacci(AIR):
         width = 2
