@@ -48,7 +48,12 @@ class Mixed(js.AIR):
     def transition(self, cur, nxt, periodic, public):
         return [
             js.Val.const((1 << 63) + 9) - nxt[0] + (cur[0] + periodic[0] * cur[1]) * js.Val.const(gl.P - 2),
-            -(nxt[1] - cur[1] * public[1]) + (gl.P - 7),
+            -(nxt[1] - cur[1] * public[1])
+            + (gl.P - 7)
+            + js.Val.const((1 << 63) + 1) * cur[0]
+            + (js.Val.const(2) * js.Val.const(3) - js.Val.const(1 << 63))
+            + (js.Val.const(1 << 63) + cur[2])
+            - 5,
             (cur[2] - public[0]) ** 3 - periodic[1] * nxt[-1] - (1 << 63) - 5 * cur[0],
         ]
 

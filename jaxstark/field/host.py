@@ -2,7 +2,7 @@
 
 :class:`HostVal` is ``c0 + c1 w + c2 w^2`` of GF(p^3) (``w^3 = 2``) with the constraint-code
 operator interface of :class:`~jaxstark.air.Val` (``+ - * **``, Python ints and constant
-``Val`` s as operands). Each
+``Val`` objects as operands). Each
 coordinate is a Python int -- one scalar -- or a numpy ``object`` array of Python ints -- a batch
 (e.g. one value per FRI query), every operation element-wise. A plain ``object`` (or integer)
 array used as an operand is a batch of base-field values. The verifier evaluates an AIR's
@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxstark.field.goldilocks import P, root_of_unity
+from jaxstark.field.val import Val
 
 __all__ = ["HostVal", "batch", "interpolate", "inv_base", "powers"]
 
@@ -81,14 +82,15 @@ class HostVal:
             return o
         if isinstance(o, (int, np.integer, np.ndarray)):
             return HostVal((o, 0, 0))
-        from jaxstark.field.val import Val  # imported here: the host field runs without JAX's arrays
-
         if isinstance(o, Val):  # a constant the constraint code made (Val.const): its value, on the host
+            if o.constant() is not None:
+                return HostVal((o.constant(), 0, 0))
             v = np.asarray(o.v)
-            if v.shape != ((3,) if o.is_ext else ()):
-                raise TypeError(f"constraint code mixed a {v.shape} batch of Val with host values: only a "
-                                f"constant Val (Val.const) can take part in host arithmetic")  # fmt: skip
-            return HostVal(v) if o.is_ext else HostVal((int(v), 0, 0))
+            if not o.is_ext or v.shape != (3,):
+                raise TypeError(f"constraint code mixed a {'extension' if o.is_ext else 'base'} Val of shape "
+                                f"{v.shape} with host values: only a constant Val (Val.const, or one extension "
+                                f"element) can take part in host arithmetic")  # fmt: skip
+            return HostVal(v)
         return NotImplemented
 
     def __add__(self, o):

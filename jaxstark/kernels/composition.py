@@ -78,8 +78,8 @@ class _KernelVal(Val):
     f: field_ptx.FieldOps = field_ptx.JNP
 
     def _other(self, o):
-        if type(o) is Val and isinstance(o.v, np.uint64):  # a constant of the constraint code (Val.const)
-            o = int(o.v)
+        if type(o) is Val and o.constant() is not None:  # a constant of the constraint code (Val.const)
+            o = o.constant()
         if isinstance(o, (int, np.integer)) and int(o) % P >> 63:
             # Triton takes no unsigned constant of 2^63 or more: formed from its halves on the
             # lanes' own zero (a traced value, so JAX does not fold it back into one constant)
@@ -87,12 +87,12 @@ class _KernelVal(Val):
             return type(self)(((zero | np.uint64(v >> 32)) << np.uint64(32)) | np.uint64(v & 0xFFFFFFFF))
         return super()._other(o)
 
-    def _binary(self, o, base_op, ext_op, swap=False):  # results stay kernel values (their constants too)
-        out = super()._binary(o, base_op, ext_op, swap)
+    def _binary(self, o, base_op, ext_op, swap=False, fold=None):  # results stay kernel values (constants too)
+        out = super()._binary(o, base_op, ext_op, swap, fold)
         return out if out is NotImplemented or out.is_ext else type(self)(out.v)
 
     def __mul__(self, o):
-        if type(o) is Val and isinstance(o.v, np.uint64):  # a Val.const: as a kernel value
+        if type(o) is Val and o.constant() is not None:  # a Val.const: as a kernel value
             o = self._other(o)
         if isinstance(o, Val) and not o.is_ext and not self.is_ext:
             return type(self)(self.f.mul(*jnp.broadcast_arrays(self.v, o.v)))
@@ -185,8 +185,11 @@ def _sums(lde_ref, per_ref, pub_ref, alpha_ref, start_ref, *refs, air, cols: int
         raise ValueError(f"{air.name}.transition returned {len(constraints)} constraints for {alpha_ref.shape[0] // 4} "
                          "challenges")  # fmt: skip
     acc = [ref[...] for ref in sums_in] or [jnp.zeros((rows,), jnp.uint64) for _ in range(3)]
+    zero = kval(lanes.astype(jnp.uint64) & np.uint64(0))
     for i in range(*group):  # the others are traced but unused: dropped before lowering
-        v = jnp.broadcast_to(constraints[i].v, (rows,))
+        c = constraints[i]
+        c = c if isinstance(c, _KernelVal) else zero + c  # a constant constraint: as a kernel value
+        v = jnp.broadcast_to(c.v, (rows,))
         for k in range(3):
             alpha = plt.load(alpha_ref.at[jnp.full((rows,), 4 * i + k, index)])
             acc[k] = f.add(acc[k], f.mul(v, alpha))
