@@ -100,7 +100,7 @@ def _one(row):
 
 class Degree:
     """A symbolic degree: evaluating a constraint expression on ``Degree`` objects gives its
-    degree in the row's values (constants have degree 0)."""
+    degree in the row's values (constants, ints or :meth:`Val.const`, have degree 0)."""
 
     __slots__ = ("d",)
 
@@ -111,9 +111,10 @@ class Degree:
     def of(x) -> int:
         if isinstance(x, Degree):
             return x.d
-        if isinstance(x, (int, np.integer)):
+        if isinstance(x, (int, np.integer)) or (isinstance(x, Val) and x.constant() is not None):
             return 0
-        raise TypeError(f"an interaction expression produced {type(x).__name__}; use Val arithmetic and ints only")
+        raise TypeError(f"an interaction expression produced {type(x).__name__}; use Val arithmetic, ints and "
+                        f"Val.const only")  # fmt: skip
 
     def _max(self, o):
         return Degree(max(self.d, Degree.of(o)))

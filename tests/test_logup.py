@@ -140,6 +140,12 @@ def test_degrees_and_packing_are_derived_from_the_declarations():
     assert Squares().aux_degrees() == (3,)  # max(1 + deg d = 3, deg m = 3)
     assert Squares().max_degree == 3
 
+    class Tagged(Squares):  # a constant written with Val.const is of degree 0, as an int is
+        def interactions(self):
+            return [Interaction.send("sq", lambda row: [js.Val.const(7), row[0] * js.Val.const(2)], lambda row: 1)]
+
+    assert Tagged().aux_degrees() == (2,)
+
 
 def test_debug_check_names_the_bus_and_a_witness_tuple():
     tables = machine_example(4, bits=3)
