@@ -100,13 +100,11 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--json", type=Path, default=Path("/tmp/bench_composition.json"))
     a = p.parse_args(argv)
-    if a.max_constraints is not None:
-        from jaxstark.kernels import composition as kc
+    from jaxstark.kernels import composition as kc
 
+    if a.max_constraints is not None:
         kc.MAX_CONSTRAINTS = a.max_constraints
     if a.group is not None:
-        from jaxstark.kernels import composition as kc
-
         kc.TILING = kc.TILING._replace(constraints=a.group)
     rows = []
     for which in a.rounds.split(","):

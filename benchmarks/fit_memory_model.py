@@ -220,7 +220,7 @@ def fit(path: Path) -> None:
     from scipy.optimize import nnls
 
     from jaxstark.kernels import composition as composition_kernel
-    from jaxstark.memory.model import ROUND_FEATURES, features, model, round_features
+    from jaxstark.memory.model import ROUND_FEATURES, features, kernel_sums, model, round_features
     from jaxstark.rounds import r4_fri_layer, registered
 
     blob = json.loads(path.read_text())
@@ -246,7 +246,7 @@ def fit(path: Path) -> None:
                 continue
             log_n, c, a, b, d = e["shape"]
             air = shape_air(c, a, d)
-            summed = backend == "gpu" and composition_kernel.supported(air)
+            summed = kernel_sums(air, c, backend)
             f = features(log_n, b, c, a, air.composition_parts, backend=backend, constraints=c, summed=summed)
             for r in e["rounds"]:
                 if registered(r["name"]).name == name:

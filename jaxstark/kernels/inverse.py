@@ -121,7 +121,7 @@ def base_batch_inv(a: UInt64[Array, "..."]) -> UInt64[Array, "..."]:
 
 def _ext_kernel(a: Array) -> Array:
     adj, norm = fext._adjugate(a)
-    return fext._mul_base(adj, batch_inv(norm, interpret=kernels.interpret()))
+    return fext._mul_base(adj, _base_kernel(norm))
 
 
 def ext_batch_inv(a: UInt64[Array, "... 3"]) -> UInt64[Array, "... 3"]:

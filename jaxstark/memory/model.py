@@ -57,7 +57,8 @@ from jaxstark.transcript import MAX_LABEL, grind_batch
 
 __all__ = [
     "ModelRound", "TableModel", "model", "within", "search_held", "buffer_name", "features", "round_features",
-    "fri_layer_sizes", "FEATURES", "ROUND_FEATURES", "TEMP_COEFFS", "FIT_QUALITY", "TREE_BUILD_COEFFS", "STRATEGIES",
+    "fri_layer_sizes", "kernel_sums", "FEATURES", "ROUND_FEATURES", "TEMP_COEFFS", "FIT_QUALITY",
+    "TREE_BUILD_COEFFS", "STRATEGIES",
 ]  # fmt: skip
 
 OOD_BIG_ROWS = 1 << 20  # rows from which XLA:GPU keeps the out-of-domain products (the "n*cp*k" feature)
@@ -202,6 +203,14 @@ def features(
         "Lb*c": lb * c, "Lb*a": lb * a, "Lb*P": lb * parts,
         "grind": grind_batch(grinding_bits, backend) if grinding_bits else 0, "m": 0, "1": 1,
     }  # fmt: skip
+
+
+def kernel_sums(air: AIR | None, constraints: int, backend: str) -> bool:
+    """Whether the composition kernel sums the ``constraints`` transition constraints on
+    ``backend``: on a GPU, for an AIR it takes (a hypothetical one, ``air=None``, base-valued)."""
+    if backend != "gpu" or not 1 <= constraints <= composition_kernel.MAX_CONSTRAINTS:
+        return False
+    return air is None or composition_kernel.supported(air)
 
 
 def fri_layer_sizes(log_n: int, blowup: int, final_degree: int, backend: str) -> tuple[list[int], int, int]:
@@ -435,10 +444,7 @@ def model(
         if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name in positive else 0):
             raise ValueError(f"model: {name} must be a {'positive' if name in positive else 'non-negative'} "
                              f"int, got {value!r}")  # fmt: skip
-    # the composition kernel sums the transition constraints on a CUDA device, for an AIR it takes
-    summed = backend == "gpu" and 1 <= constraints <= composition_kernel.MAX_CONSTRAINTS
-    if summed and air is not None:
-        summed = composition_kernel.supported(air)
+    summed = kernel_sums(air, constraints, backend)
     rows_log2 = log_n
     if chunk_rows_log2 is not None:
         h = chunk_rows_log2
