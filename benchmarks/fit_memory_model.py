@@ -96,13 +96,40 @@ def record_one(shape: tuple[int, ...]) -> dict:
     return dict(shape=list(shape), rounds=rounds, plan_s=round(time.perf_counter() - t, 1))
 
 
-def record(grid: str, jobs: int, out: Path, only: str | None = None) -> None:
+def record(grid: str, jobs: int, out: Path, only: str | None = None, reuse: Path | None = None) -> None:
+    """Plan every shape of ``grid`` (or its fit or check shapes) and write the figures to ``out``.
+    With ``reuse``, an earlier recording of the same grid on the same backend: the shapes whose
+    composition the kernel does not sum now are taken from it as they are (each marked
+    ``"reused"``, the recording named in the meta) and only the others are planned -- for a
+    change that touched the kernel's regime and nothing else, which the caller vouches for."""
     import jax
 
     from jaxstark.kernels import composition as composition_kernel
+    from jaxstark.memory.model import kernel_sums
     from jaxstark.rounds.r4_fri_layer import scan_layers_below
 
     shapes = [(s, kind) for kind in ("fit", "check") if only in (None, kind) for s in GRIDS[grid][kind]]
+    dev = jax.devices()[0]
+    kept: list[dict] = []
+    if reuse is not None:
+        old = json.loads(reuse.read_text())
+        same = ("backend", "device_row_floor_log2", "scan_layers_below")
+        here = dict(backend=dev.platform, device_row_floor_log2=config_for(2).device_row_floor_log2,
+                    scan_layers_below=scan_layers_below(dev.platform))  # fmt: skip
+        for key in same:
+            if old["meta"].get(key) != here[key]:
+                raise SystemExit(f"--reuse {reuse}: its {key} is {old['meta'].get(key)!r}, here {here[key]!r}")
+        by_shape = {(tuple(e["shape"]), e["kind"]): e for e in old["data"]}
+        todo = []
+        for shape, kind in shapes:
+            log_n, c, a, b, d = shape
+            if kernel_sums(shape_air(c, a, d), c, dev.platform):
+                todo.append((shape, kind))
+            elif (tuple(shape), kind) in by_shape:
+                kept.append(dict(by_shape[tuple(shape), kind], reused=True))
+            else:
+                raise SystemExit(f"--reuse {reuse}: it has no figures for {shape} ({kind})")
+        shapes = todo
     path = os.pathsep.join(p for p in (str(Path(__file__).parent.parent), os.environ.get("PYTHONPATH")) if p)
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", PYTHONPATH=path)
 
@@ -117,14 +144,17 @@ def record(grid: str, jobs: int, out: Path, only: str | None = None) -> None:
         print(f"planned {shape} ({kind}) in {entry['plan_s']} s", file=sys.stderr, flush=True)
         return entry
 
-    dev = jax.devices()[0]
     meta = dict(backend=dev.platform, device=dev.device_kind, jax=jax.__version__,
                 date=datetime.date.today().isoformat(), command=" ".join(["python"] + sys.argv),
                 device_row_floor_log2=config_for(2).device_row_floor_log2,
                 scan_layers_below=scan_layers_below(dev.platform),
                 composition_max_constraints=composition_kernel.MAX_CONSTRAINTS)  # fmt: skip
+    if kept:
+        meta["reused"] = dict(date=old["meta"].get("date"), device=old["meta"].get("device"),
+                              jax=old["meta"].get("jax"), command=old["meta"].get("command"),
+                              shapes=len(kept))  # fmt: skip
     out.parent.mkdir(parents=True, exist_ok=True)
-    data: list[dict] = []
+    data: list[dict] = list(kept)
     lock = threading.Lock()
 
     def save(entry):  # after every shape, so an interrupted run keeps what it planned
@@ -139,7 +169,9 @@ def record(grid: str, jobs: int, out: Path, only: str | None = None) -> None:
                 save(fut.result())
             except RuntimeError as exc:
                 print(f"failed: {exc}", file=sys.stderr, flush=True)
-    print(f"wrote {out} ({len(data)} of {len(shapes)} shapes)", file=sys.stderr)
+    data.sort(key=lambda e: (e["kind"], e["shape"]))
+    out.write_text(json.dumps(dict(meta=meta, data=data), indent=1) + "\n")
+    print(f"wrote {out} ({len(data) - len(kept)} of {len(shapes)} shapes planned, {len(kept)} reused)", file=sys.stderr)
 
 
 def fit_max_linear(
@@ -298,6 +330,8 @@ def main(argv=None) -> int:
     r.add_argument("--jobs", type=int, default=2)
     r.add_argument("--out", type=Path, default=None)
     r.add_argument("--only", choices=("fit", "check"), default=None, help="record the grid's fit or check shapes only")
+    r.add_argument("--reuse", type=Path, default=None,
+                   help="an earlier recording: keep its figures for the shapes the composition kernel does not take")
     f = sub.add_parser("fit")
     f.add_argument("--data", type=Path, default=None)
     o = sub.add_parser("one")
@@ -310,7 +344,8 @@ def main(argv=None) -> int:
 
     backend = jax.default_backend()
     if args.cmd == "record":
-        record(args.grid or backend, args.jobs, args.out or DATA / f"memory_{args.grid or backend}.json", args.only)
+        out = args.out or DATA / f"memory_{args.grid or backend}.json"
+        record(args.grid or backend, args.jobs, out, args.only, args.reuse)
     else:
         fit(args.data or DATA / f"memory_{backend}.json")
     return 0
