@@ -113,11 +113,12 @@ def test_cpu_rounds_within_their_bounds_on_the_grid(monkeypatch):
 
 
 def test_gpu_peak_within_thirty_five_percent_of_xla_on_the_grid(monkeypatch):
-    """The GPU grid (an H100, recorded 2026-12-06 with the DEEP row-sum kernel; no GPU needed): the
-    peak within 35% of XLA's on every shape, the held-out ones included -- loose where the
-    composition binds, since how many per-column constraint values XLA:GPU keeps live follows
-    no law of the shape (FIT_QUALITY) -- and the rounds whose temporaries do follow it held
-    closer: out-of-domain within 1% (the kernel holds a few small tables), DEEP within 18% (its
+    """The GPU grid (an H100; no GPU needed): the shapes of at most 32 columns recorded 2026-12-07
+    with the composition kernel summing their constraints, the wider ones 2026-12-06 under XLA's
+    fusion. The peak within 35% of XLA's on every shape, the held-out ones included -- loose
+    where XLA fuses a wide composition, since how many per-column constraint values XLA:GPU
+    keeps live follows no law of the shape (FIT_QUALITY) -- within 12% where the kernel sums
+    the constraints, and the rounds whose temporaries follow the shape held closer: out-of-domain within 1% (the kernel holds a few small tables), DEEP within 18% (its
     temporaries, 110-235 bytes per LDE row, take one of a few values that XLA's fusion picks: the
     same columns, parts and aux at 2^16, 2^20 and 2^22 rows hold 193, 110 and 188 bytes a row)."""
     backend = "gpu"
@@ -140,6 +141,10 @@ def test_gpu_peak_within_thirty_five_percent_of_xla_on_the_grid(monkeypatch):
                 rounds[name] = (r.total / xla[r.name] - 1, tuple(entry["shape"]))
     worst = max(errors.items(), key=lambda kv: abs(kv[1]))
     assert abs(worst[1]) <= 0.35, f"{backend} ({meta['device']}): worst shape {worst[0]} off by {worst[1]:+.1%}"
+    summed = {s: e for s, e in errors.items() if s[1] <= meta["composition_max_constraints"]}
+    assert len(summed) >= 15
+    worst = max(summed.items(), key=lambda kv: abs(kv[1]))
+    assert abs(worst[1]) <= 0.12, f"{backend}: the kernel's regime: worst shape {worst[0]} off by {worst[1]:+.1%}"
     for name, bound in bounds.items():
         off, shape = rounds[name]
         assert abs(off) <= bound, f"{backend}: {name} of {shape} off by {off:+.1%}"
