@@ -330,8 +330,12 @@ def main(argv=None) -> int:
     r.add_argument("--jobs", type=int, default=2)
     r.add_argument("--out", type=Path, default=None)
     r.add_argument("--only", choices=("fit", "check"), default=None, help="record the grid's fit or check shapes only")
-    r.add_argument("--reuse", type=Path, default=None,
-                   help="an earlier recording: keep its figures for the shapes the composition kernel does not take")
+    r.add_argument(
+        "--reuse",
+        type=Path,
+        default=None,
+        help="an earlier recording: keep its figures for the shapes the composition kernel does not take",
+    )
     f = sub.add_parser("fit")
     f.add_argument("--data", type=Path, default=None)
     o = sub.add_parser("one")

@@ -137,7 +137,7 @@ def test_which_airs_the_kernel_takes():
     assert all(kc.supported(air) for air in AIRS)
     assert not kc.supported(Program())  # no transition constraints
     assert kc.supported(ShapeTable(width=kc.MAX_CONSTRAINTS))
-    assert not kc.supported(ShapeTable(width=kc.MAX_CONSTRAINTS + 1))  # its compile time
+    assert not kc.supported(ShapeTable(width=kc.MAX_CONSTRAINTS + 1))  # its launches' tracing time
     assert not kc.supported(ExtValued())  # an extension-valued constraint keeps the twin
     assert not kc.supported(Miscounted())  # two constraints, one degree: the twin names it
     lde, periodic, public, alphas = _inputs(Miscounted(), 32)

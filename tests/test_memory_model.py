@@ -118,9 +118,10 @@ def test_gpu_peak_within_thirty_five_percent_of_xla_on_the_grid(monkeypatch):
     fusion. The peak within 35% of XLA's on every shape, the held-out ones included -- loose
     where XLA fuses a wide composition, since how many per-column constraint values XLA:GPU
     keeps live follows no law of the shape (FIT_QUALITY) -- within 12% where the kernel sums
-    the constraints, and the rounds whose temporaries follow the shape held closer: out-of-domain within 1% (the kernel holds a few small tables), DEEP within 18% (its
-    temporaries, 110-235 bytes per LDE row, take one of a few values that XLA's fusion picks: the
-    same columns, parts and aux at 2^16, 2^20 and 2^22 rows hold 193, 110 and 188 bytes a row)."""
+    the constraints, and the rounds whose temporaries follow the shape held closer: out-of-domain
+    within 1% (the kernel holds a few small tables), DEEP within 18% (its temporaries, 110-235
+    bytes per LDE row, take one of a few values that XLA's fusion picks: the same columns, parts
+    and aux at 2^16, 2^20 and 2^22 rows hold 193, 110 and 188 bytes a row)."""
     backend = "gpu"
     meta, data = recorded(backend, monkeypatch)
     held_out = [e for e in data if e["kind"] == "check"]

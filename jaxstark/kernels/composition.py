@@ -25,7 +25,13 @@ Measured on an H100 (``benchmarks/bench_composition.py``, ``benchmarks/RESULTS.m
 the ALU 2^22 @ b2 round 9.08 -> 7.99 ms and 992 -> 362 MiB of temporaries, compiled in 7.1 s
 (10.6 s before); 62 degree-3 constraints over 2^20 rows 13.84 -> 4.83 ms and 1952 -> 123 MiB,
 but compiled in 59.9 s against XLA's 16.0 s. Triton's compile time grows faster than the
-kernel's body (a round of 16, 32, 62 degree-2 constraints: 9.1, 11.7, 73.7 s), hence the limit.
+kernel's body (a round of 16, 32, 62 degree-2 constraints in one launch: 9.1, 11.7, 73.7 s), so
+a wider AIR is summed in launches of :attr:`Tiling.constraints` (32). That way, at 2^16 @ b2
+(H100, 2026-12-07): 62 degree-2 constraints compile in 8.2 s against XLA's 12.8 s (1.52 against
+1.37 ms), 316 degree-3 ones in 16.0 s against 49.6 s (2.07 against 4.38 ms), 600 degree-2 ones
+in 30.1 s against more than a minute; each round holds 7 MiB of temporaries, where XLA's fusion
+held 76 and 456 MiB. :data:`MAX_CONSTRAINTS` bounds the launches (a launch traces the whole
+transition once, so tracing grows with the square of the constraints).
 """
 
 from __future__ import annotations
@@ -47,8 +53,8 @@ from jaxstark.protocol.algebra import _dot
 
 __all__ = ["Tiling", "TILING", "MAX_CONSTRAINTS", "supported", "transition_sum", "reference_sum"]
 
-# The most transition constraints the kernel takes (its compile time, above)
-MAX_CONSTRAINTS = 32
+# The most transition constraints the kernel takes, in launches of Tiling.constraints (measured up to 600)
+MAX_CONSTRAINTS = 1024
 
 
 class Tiling(NamedTuple):
@@ -57,9 +63,9 @@ class Tiling(NamedTuple):
     sums passed on in place, each launch's program holding only its group's arithmetic (JAX drops
     the rest of the traced transition before lowering, but traces it once per launch: lowering
     for CUDA on the 2-core CPU took 15.2 s for 315 constraints in 10 launches, 6.3 s in one, and
-    37.2 s for 600 in 19). With ``constraints`` at :data:`MAX_CONSTRAINTS` every AIR the kernel
-    takes is one launch; whether launches of 32 compile faster on a GPU than XLA's fusion of a
-    wider AIR is not measured yet (``benchmarks/bench_composition.py --max-constraints``)."""
+    37.2 s for 600 in 19). On a GPU launches of 32 compile faster than XLA's fusion of the
+    whole AIR (the module docstring): an AIR of up to 32 constraints is one launch, a wider one
+    several."""
 
     rows: int = 128
     num_warps: int = 4
