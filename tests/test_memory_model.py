@@ -251,13 +251,18 @@ def test_strategies_move_exactly_the_buffers_they_name():
     ood = m.round("out-of-domain")
     assert dict(ood.parked) == {"parts LDE": 24 * size * air.composition_parts} and "parts LDE" not in dict(ood.held)
     assert "parts LDE" in dict(m.round("DEEP").arguments)  # copied back for the round that takes it
-    # more row blocks: the fitted temporaries scaled by the default blocks over these
+    # more row blocks: DEEP's fitted temporaries follow a block's rows ("Ld"), what it holds of
+    # the whole LDE ("L*c", the constant) stays
     tall = model(air, 15, cfg, backend="cpu")
     default, most = tall.blockable["DEEP"]
     assert most > default
     more = model(air, 15, cfg, backend="cpu", blocks={"DEEP": most})
     assert more.row_blocks == (("DEEP", most),)
-    assert more.round("DEEP").temporaries == pytest.approx(tall.round("DEEP").temporaries * default / most, abs=2)
+    size, form = 2 * 2**15, TEMP_COEFFS["cpu"]["DEEP"][0]
+    whole = sum(x * {"L*c": size * air.width, "1": 1}.get(k, 0) for k, x in form.items())
+    per_block = tall.round("DEEP").temporaries - whole
+    assert per_block > 0 and whole > 0
+    assert more.round("DEEP").temporaries == pytest.approx(whole + per_block * default / most, abs=2)
     # the composition's tree, recomputed, is built in a round of its own that keeps only the root
     c = model(air, 12, cfg, backend="cpu", recompute=["parts tree"])
     assert [r.name for r in c.rounds][4:7] == ["composition", "composition tree", "out-of-domain"]

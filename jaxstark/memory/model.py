@@ -159,8 +159,8 @@ TEMP_COEFFS: dict[str, dict[str, tuple[dict[str, float], ...]]] = {
 FIT_QUALITY = {
     "cpu": "peak within 12.4% of XLA on 22 held-out shapes (9.2% on the 14 fitted; 2^8-2^16 rows, 2-400 columns, "
     "blowup 2-8), 2-core AMD EPYC CPU, jax 0.10.2, recorded 2026-12-04 (the out-of-domain sums in blocks of 4096); "
-    "every round within 26% on every recorded shape (trace commit 12.4%, out-of-domain 17.2%, DEEP 25.7%), which "
-    "matters where a round other than the grinding binds (few grinding bits)",
+    "every round's device set within 26% on every recorded shape (trace commit 12.4%, out-of-domain 17.2%, DEEP "
+    "25.7%), which matters where a round other than the grinding binds (few grinding bits)",
     "gpu": "peak within 31.3% of XLA on 20 held-out shapes (31.8% on the 12 fitted; 2^12-2^22 rows, 2-600 "
     "columns, blowup 2-4), H100, jax 0.11.2, recorded 2026-12-07 for the 17 shapes of at most 32 columns (the "
     "composition kernel summing their constraints) and 2026-12-06 for the 15 wider ones (XLA's fusion; the "
@@ -168,9 +168,10 @@ FIT_QUALITY = {
     "inversion and sponge kernels, DEEP's row sums as one kernel pass, grinding batches of 2^18); model/XLA "
     "0.687-1.183 (fitted 0.797-1.318): every shape of at most 32 columns within 11.1% (DEEP's and the trace "
     "commit's few per-row values, which XLA's schedule picks), the wide ones loose where XLA fuses the "
-    "composition; within 5% on 12 of the 20 held-out shapes; the out-of-domain round within 0.2%, FRI within "
+    "composition; within 5% on 12 of the 20 held-out shapes; the out-of-domain round within 0.3%, FRI within "
     "5.1% and DEEP within 18% on every recorded shape. Wide AIRs now take the kernel too, in launches of 32 "
-    "constraints (their recorded figures are XLA's fusion, not recorded again); at 2^16 @ b2 the model gives "
+    "constraints (their recorded figures are XLA's fusion, and predate the coset copies in the first DIT pass, "
+    "which lowered the narrow shapes' trace commit: not recorded again); at 2^16 @ b2 the model gives "
     "their composition 7.7-8.7 MiB of temporaries against 6.7 MiB measured for 62, 316 and 600 constraints",
 }
 
@@ -202,10 +203,13 @@ def features(
     backend: str = "cpu",
     constraints: int | None = None,
     summed: bool = False,
+    ood_blocks: int | None = None,
+    deep_blocks: int | None = None,
 ) -> dict[str, int]:
     """The quantities of :data:`FEATURES` for one shape on ``backend``: ``constraints`` transition
     constraints (default: one per column), their sum computed by the composition kernel when
-    ``summed``."""
+    ``summed``; the out-of-domain round and DEEP in ``ood_blocks`` and ``deep_blocks`` blocks of
+    rows (default: as the round cuts them on ``backend``)."""
     t = c if constraints is None else constraints
     n = 1 << log_n
     size = n * blowup
@@ -215,8 +219,8 @@ def features(
     cp = 2 * c if whole else COLUMN_BLOCK
     k = (n >= OOD_BIG_ROWS) + (n >= 4 * OOD_BIG_ROWS)
     lb = min(size, merkle.BLOCK)
-    nb = n // r3_ood.row_blocks(n, backend)
-    ld = size // r4_deep.row_blocks(size, backend)
+    nb = n // (ood_blocks or r3_ood.row_blocks(n, backend))
+    ld = size // (deep_blocks or r4_deep.row_blocks(size, backend))
     return {
         "n": n, "L": size, "L*logL": size * (log_n + blowup.bit_length() - 1), "L*c": size * c,
         "Lk": size if summed else 0, "L*t": 0 if summed else size * t, "L*t*P": 0 if summed else size * t * parts,
@@ -497,11 +501,17 @@ def model(
             raise ValueError(f"model: blocks[{name!r}] must be a power of two in [1, {most}], got {value!r}")
     build = TREE_BUILD_COEFFS.get(backend, {})
 
+    # the out-of-domain round and DEEP in the blocks asked for: their features follow a block's
+    # rows ("nb", "Ld"); the composition's (no such feature) are scaled by the default blocks over these
+    blocked = features(log_n, config.blowup, c, a, p, config.grinding_bits, backend, constraints, summed,
+                       ood_blocks=blocks.get(OUT_OF_DOMAIN), deep_blocks=blocks.get(DEEP))  # fmt: skip
+
     def temps(name: str) -> int:
-        f = round_features(name, feats, log_n, config.blowup, config.fri_final_degree, backend)
+        f = round_features(name, blocked if name in blocks else feats, log_n, config.blowup,
+                           config.fri_final_degree, backend)  # fmt: skip
         forms = coeffs.get(registered(name).name, ())
         fitted = max((sum(x * f[k] for k, x in form.items()) for form in forms), default=0)
-        if name in blocks:
+        if name in blocks and name not in (OUT_OF_DOMAIN, DEEP):
             fitted *= blockable[name][0] / blocks[name]
         return g * round(fitted)
 
