@@ -100,8 +100,9 @@ def record(grid: str, jobs: int, out: Path, only: str | None = None, reuse: Path
     """Plan every shape of ``grid`` (or its fit or check shapes) and write the figures to ``out``.
     With ``reuse``, an earlier recording of the same grid on the same backend: the shapes whose
     composition the kernel does not sum now are taken from it as they are (each marked
-    ``"reused"``, the recording named in the meta) and only the others are planned -- for a
-    change that touched the kernel's regime and nothing else, which the caller vouches for."""
+    ``"reused"`` with the date it was recorded, the recording named in the meta) and only the
+    others are planned. Only the composition kernel's regime is checked: a change to any other
+    round since that recording makes the kept figures stale, which the caller must rule out."""
     import jax
 
     from jaxstark.kernels import composition as composition_kernel
@@ -112,6 +113,8 @@ def record(grid: str, jobs: int, out: Path, only: str | None = None, reuse: Path
     dev = jax.devices()[0]
     kept: list[dict] = []
     if reuse is not None:
+        if only is not None:
+            raise SystemExit("--reuse takes the whole grid: it cannot be combined with --only")
         old = json.loads(reuse.read_text())
         same = ("backend", "device_row_floor_log2", "scan_layers_below")
         here = dict(backend=dev.platform, device_row_floor_log2=config_for(2).device_row_floor_log2,
@@ -126,7 +129,8 @@ def record(grid: str, jobs: int, out: Path, only: str | None = None, reuse: Path
             if kernel_sums(shape_air(c, a, d), c, dev.platform):
                 todo.append((shape, kind))
             elif (tuple(shape), kind) in by_shape:
-                kept.append(dict(by_shape[tuple(shape), kind], reused=True))
+                entry = by_shape[tuple(shape), kind]
+                kept.append(dict(entry, reused=entry.get("reused") or old["meta"].get("date")))
             else:
                 raise SystemExit(f"--reuse {reuse}: it has no figures for {shape} ({kind})")
         shapes = todo

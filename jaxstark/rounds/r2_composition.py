@@ -20,10 +20,10 @@ presence means the trace does not satisfy the AIR or a degree is understated, an
 reports it (``excess``) so the prover can refuse.
 
 Where the kernels run (a CUDA device), ``sum_i alpha_i C_i`` over the transition constraints is
-one kernel pass that calls the AIR's ``transition`` itself (:mod:`jaxstark.kernels.composition`,
-for AIRs of up to its ``MAX_CONSTRAINTS``): the round then holds that sum, not the per-column
-values XLA's fusion would keep live; the boundary and aux quotients are XLA's either way (but
-for the boundary rows' inversions).
+one kernel pass per 32 constraints that calls the AIR's ``transition`` itself
+(:mod:`jaxstark.kernels.composition`, for AIRs of up to its ``MAX_CONSTRAINTS``): the round
+then holds that sum, not the per-column values XLA's fusion would keep live; the boundary and
+aux quotients are XLA's either way (but for the boundary rows' inversions).
 
 Keeps: the parts' coefficients (OOD), their LDE and tree (DEEP, openings). Drops: H itself and
 every constraint evaluation.
