@@ -142,7 +142,7 @@ def test_gpu_peak_within_thirty_five_percent_of_xla_on_the_grid(monkeypatch):
                 rounds[name] = (r.total / xla[r.name] - 1, tuple(entry["shape"]))
     worst = max(errors.items(), key=lambda kv: abs(kv[1]))
     assert abs(worst[1]) <= 0.35, f"{backend} ({meta['device']}): worst shape {worst[0]} off by {worst[1]:+.1%}"
-    summed = {s: e for s, e in errors.items() if s[1] <= meta["composition_max_constraints"]}
+    summed = {s: e for s, e in errors.items() if s[1] <= meta.get("composition_max_constraints", 0)}
     assert len(summed) >= 15
     worst = max(summed.items(), key=lambda kv: abs(kv[1]))
     assert abs(worst[1]) <= 0.12, f"{backend}: the kernel's regime: worst shape {worst[0]} off by {worst[1]:+.1%}"
