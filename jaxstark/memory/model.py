@@ -485,7 +485,6 @@ def model(
     g = group
     n, q = 1 << log_n, config.num_queries
     size = n * config.blowup
-    feats = features(log_n, config.blowup, c, a, p, config.grinding_bits, backend, constraints, summed)
     park, recompute = _names("park", park), _names("recompute", recompute)
     blocks = dict(blocks or {})
     blockable = {
@@ -503,12 +502,11 @@ def model(
 
     # the out-of-domain round and DEEP in the blocks asked for: their features follow a block's
     # rows ("nb", "Ld"); the composition's (no such feature) are scaled by the default blocks over these
-    blocked = features(log_n, config.blowup, c, a, p, config.grinding_bits, backend, constraints, summed,
-                       ood_blocks=blocks.get(OUT_OF_DOMAIN), deep_blocks=blocks.get(DEEP))  # fmt: skip
+    feats = features(log_n, config.blowup, c, a, p, config.grinding_bits, backend, constraints, summed,
+                     ood_blocks=blocks.get(OUT_OF_DOMAIN), deep_blocks=blocks.get(DEEP))  # fmt: skip
 
     def temps(name: str) -> int:
-        f = round_features(name, blocked if name in blocks else feats, log_n, config.blowup,
-                           config.fri_final_degree, backend)  # fmt: skip
+        f = round_features(name, feats, log_n, config.blowup, config.fri_final_degree, backend)
         forms = coeffs.get(registered(name).name, ())
         fitted = max((sum(x * f[k] for k, x in form.items()) for form in forms), default=0)
         if name in blocks and name not in (OUT_OF_DOMAIN, DEEP):
