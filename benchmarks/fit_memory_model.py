@@ -111,17 +111,19 @@ def record(grid: str, jobs: int, out: Path, only: str | None = None, reuse: Path
 
     shapes = [(s, kind) for kind in ("fit", "check") if only in (None, kind) for s in GRIDS[grid][kind]]
     dev = jax.devices()[0]
+    meta = dict(backend=dev.platform, device=dev.device_kind, jax=jax.__version__,
+                date=datetime.date.today().isoformat(), command=" ".join(["python"] + sys.argv),
+                device_row_floor_log2=config_for(2).device_row_floor_log2,
+                scan_layers_below=scan_layers_below(dev.platform),
+                composition_max_constraints=composition_kernel.MAX_CONSTRAINTS)  # fmt: skip
     kept: list[dict] = []
     if reuse is not None:
         if only is not None:
             raise SystemExit("--reuse takes the whole grid: it cannot be combined with --only")
         old = json.loads(reuse.read_text())
-        same = ("backend", "device_row_floor_log2", "scan_layers_below")
-        here = dict(backend=dev.platform, device_row_floor_log2=config_for(2).device_row_floor_log2,
-                    scan_layers_below=scan_layers_below(dev.platform))  # fmt: skip
-        for key in same:
-            if old["meta"].get(key) != here[key]:
-                raise SystemExit(f"--reuse {reuse}: its {key} is {old['meta'].get(key)!r}, here {here[key]!r}")
+        for key in ("backend", "device_row_floor_log2", "scan_layers_below"):
+            if old["meta"].get(key) != meta[key]:
+                raise SystemExit(f"--reuse {reuse}: its {key} is {old['meta'].get(key)!r}, here {meta[key]!r}")
         by_shape = {(tuple(e["shape"]), e["kind"]): e for e in old["data"]}
         todo = []
         for shape, kind in shapes:
@@ -148,11 +150,6 @@ def record(grid: str, jobs: int, out: Path, only: str | None = None, reuse: Path
         print(f"planned {shape} ({kind}) in {entry['plan_s']} s", file=sys.stderr, flush=True)
         return entry
 
-    meta = dict(backend=dev.platform, device=dev.device_kind, jax=jax.__version__,
-                date=datetime.date.today().isoformat(), command=" ".join(["python"] + sys.argv),
-                device_row_floor_log2=config_for(2).device_row_floor_log2,
-                scan_layers_below=scan_layers_below(dev.platform),
-                composition_max_constraints=composition_kernel.MAX_CONSTRAINTS)  # fmt: skip
     if kept:
         meta["reused"] = dict(date=old["meta"].get("date"), device=old["meta"].get("device"),
                               jax=old["meta"].get("jax"), command=old["meta"].get("command"),
