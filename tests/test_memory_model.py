@@ -70,7 +70,7 @@ def test_held_arguments_and_outputs_are_exact(backend, monkeypatch):
 
 
 def test_peak_within_twenty_percent_of_xla_on_the_grid(monkeypatch):
-    """(The GPU fit is looser: test_gpu_peak_within_thirty_five_percent_of_xla_on_the_grid.) The CPU
+    """(The GPU grid: test_gpu_peak_within_twelve_percent_of_xla_on_the_grid.) The CPU
     grid was recorded again on 2026-12-03 (a 2-core AMD EPYC), after the plain-jnp Merkle tree
     began hashing 4096 leaves at a time: its working set no longer grows with L, which the
     features "Lb*c", "Lb*a", "Lb*P" describe (benchmarks/RESULTS.md)."""
@@ -112,16 +112,15 @@ def test_cpu_rounds_within_their_bounds_on_the_grid(monkeypatch):
         assert abs(off) <= bound, f"{backend}: {name} of {shape} off by {off:+.1%}"
 
 
-def test_gpu_peak_within_thirty_five_percent_of_xla_on_the_grid(monkeypatch):
-    """The GPU grid (an H100; no GPU needed): the shapes of at most 32 columns recorded 2026-12-07
-    with the composition kernel summing their constraints, the wider ones 2026-12-06 under XLA's
-    fusion. The peak within 35% of XLA's on every shape, the held-out ones included -- loose
-    where XLA fuses a wide composition, since how many per-column constraint values XLA:GPU
-    keeps live follows no law of the shape (FIT_QUALITY) -- within 12% where the kernel sums
-    the constraints, and the rounds whose temporaries follow the shape held closer: out-of-domain
-    within 1% (the kernel holds a few small tables), DEEP within 18% (its temporaries, 110-235
-    bytes per LDE row, take one of a few values that XLA's fusion picks: the same columns, parts
-    and aux at 2^16, 2^20 and 2^22 rows hold 193, 110 and 188 bytes a row)."""
+def test_gpu_peak_within_twelve_percent_of_xla_on_the_grid(monkeypatch):
+    """The GPU grid (an H100; no GPU needed), recorded 2026-12-07 with the composition kernel
+    summing every shape's constraints (in launches of 32). The peak within 12% of XLA's on every
+    shape, the held-out ones included, and the rounds whose temporaries follow the shape held
+    closer: out-of-domain within 1% (the kernel holds a few small tables), the trace commit within
+    12% (about 1 byte per trace value on most narrow tables, 8 on wide ones: the bit-reversed
+    coefficients), DEEP within 18% (its temporaries, 110-235 bytes per LDE row, take one of a
+    few values that XLA's fusion picks: the same columns, parts and aux at 2^16, 2^20 and 2^22
+    rows hold 193, 110 and 188 bytes a row)."""
     backend = "gpu"
     meta, data = recorded(backend, monkeypatch)
     held_out = [e for e in data if e["kind"] == "check"]
@@ -130,7 +129,7 @@ def test_gpu_peak_within_thirty_five_percent_of_xla_on_the_grid(monkeypatch):
     assert {s[0] for s in shapes} >= {12, 16, 20, 22} and {s[3] for s in shapes} >= {2, 4}
     assert max(s[1] for s in shapes) >= 600 and min(s[1] for s in shapes) <= 2
     assert any(s[2] for s in shapes) and any(not s[2] for s in shapes)  # with and without aux
-    bounds = {"out-of-domain": 0.01, "DEEP": 0.18}
+    bounds = {"out-of-domain": 0.01, "trace commit": 0.12, "DEEP": 0.18}
     errors, rounds = {}, {name: (0.0, None) for name in bounds}
     for entry in data:
         m = modelled(entry, backend)
@@ -140,12 +139,9 @@ def test_gpu_peak_within_thirty_five_percent_of_xla_on_the_grid(monkeypatch):
             name = registered(r.name).name
             if name in bounds and abs(r.total / xla[r.name] - 1) > abs(rounds[name][0]):
                 rounds[name] = (r.total / xla[r.name] - 1, tuple(entry["shape"]))
+    assert all(s[1] <= meta.get("composition_max_constraints", 0) for s in errors)  # the kernel's regime
     worst = max(errors.items(), key=lambda kv: abs(kv[1]))
-    assert abs(worst[1]) <= 0.35, f"{backend} ({meta['device']}): worst shape {worst[0]} off by {worst[1]:+.1%}"
-    summed = {s: e for s, e in errors.items() if s[1] <= meta.get("composition_max_constraints", 0)}
-    assert len(summed) >= 15
-    worst = max(summed.items(), key=lambda kv: abs(kv[1]))
-    assert abs(worst[1]) <= 0.12, f"{backend}: the kernel's regime: worst shape {worst[0]} off by {worst[1]:+.1%}"
+    assert abs(worst[1]) <= 0.12, f"{backend} ({meta['device']}): worst shape {worst[0]} off by {worst[1]:+.1%}"
     for name, bound in bounds.items():
         off, shape = rounds[name]
         assert abs(off) <= bound, f"{backend}: {name} of {shape} off by {off:+.1%}"

@@ -141,7 +141,7 @@ TEMP_COEFFS: dict[str, dict[str, tuple[dict[str, float], ...]]] = {
         "FRI final": ({'m': 191.8},),
         "FRI layer": ({'m': 25.5, '1': 5128.0},),
         "aux commit": ({'L*a': 1.657, 'n*a': 56.44},),
-        "composition": ({'L': 26.8, 'Lk': 25.34, 'L*t': 9.915, 'L*a': 36.49, 'L*P': 8.201, 'Lb': 44.44},),
+        "composition": ({'Lk': 45.61, 'L*a': 39.94, 'L*P': 12.36, 'Lb*P': 51.64},),
         "fork": ({'1': 1536.0},),
         "logup challenges": ({'1': 1536.0},),
         "openings": ({'L': 5.079e-05, '1': 35.24},),
@@ -149,7 +149,7 @@ TEMP_COEFFS: dict[str, dict[str, tuple[dict[str, float], ...]]] = {
             {'n': 0.1152, 'nb*c': 0.5019, 'n*cp*k': 0.01007, 'nb*a': 0.6746, 'nb*P': 0.4843, '1': 38060.0},
         ),
         "queries": ({'grind': 288.0},),
-        "trace commit": ({'n*c': 6.334},),
+        "trace commit": ({'L*c': 0.01988, 'n*c': 6.143},),
     },
 }
 # fmt: on
@@ -161,18 +161,14 @@ FIT_QUALITY = {
     "blowup 2-8), 2-core AMD EPYC CPU, jax 0.10.2, recorded 2026-12-04 (the out-of-domain sums in blocks of 4096); "
     "every round's device set within 26% on every recorded shape (trace commit 12.4%, out-of-domain 17.2%, DEEP "
     "25.7%), which matters where a round other than the grinding binds (few grinding bits)",
-    "gpu": "peak within 31.3% of XLA on 20 held-out shapes (31.8% on the 12 fitted; 2^12-2^22 rows, 2-600 "
-    "columns, blowup 2-4), H100, jax 0.11.2, recorded 2026-12-07 for the 17 shapes of at most 32 columns (the "
-    "composition kernel summing their constraints) and 2026-12-06 for the 15 wider ones (XLA's fusion; the "
-    "Merkle kernels, FRI layers up to 2^21 scanned with the FRI step kernel, the out-of-domain, power-table, "
-    "inversion and sponge kernels, DEEP's row sums as one kernel pass, grinding batches of 2^18); model/XLA "
-    "0.687-1.183 (fitted 0.797-1.318): every shape of at most 32 columns within 11.1% (DEEP's and the trace "
-    "commit's few per-row values, which XLA's schedule picks), the wide ones loose where XLA fuses the "
-    "composition; within 5% on 12 of the 20 held-out shapes; the out-of-domain round within 0.3%, FRI within "
-    "5.1% and DEEP within 18% on every recorded shape. Wide AIRs now take the kernel too, in launches of 32 "
-    "constraints (their recorded figures are XLA's fusion, and predate the coset copies in the first DIT pass, "
-    "which lowered the narrow shapes' trace commit: not recorded again); at 2^16 @ b2 the model gives "
-    "their composition 7.7-8.7 MiB of temporaries against 6.7 MiB measured for 62, 316 and 600 constraints",
+    "gpu": "peak within 11.1% of XLA on 20 held-out shapes (5.2% on the 12 fitted; 2^12-2^22 rows, 2-600 "
+    "columns, blowup 2-4), within 5% on 17 of the 20, H100, jax 0.11.2, recorded 2026-12-07 (the composition "
+    "kernel summing every shape's constraints, in launches of 32; the Merkle kernels, FRI layers up to 2^21 "
+    "scanned with the FRI step kernel, the out-of-domain, power-table, inversion and sponge kernels, DEEP's row "
+    "sums as one kernel pass, grinding batches of 2^18); model/XLA 0.889-1.000 (fitted 0.948-1.000). Loose: "
+    "DEEP (within 18%: 110-235 bytes per LDE row, one of a few values XLA's fusion picks) and the trace commit "
+    "(within 12%: about 1 byte per trace value on most tables of at most 32 columns, 8 on wider ones); the "
+    "out-of-domain round within 0.3%, the composition within 7%, FRI within 5.1% on every recorded shape",
 }
 
 
