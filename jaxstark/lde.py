@@ -174,8 +174,13 @@ def _interpolate_extend(trace: Array, tables: LDETables) -> tuple[Array, Array]:
 
     def kernel(x, t):
         coeffs_br = dif_bitrev(x, t.ntt.inverse)
-        coeffs = gl._mul(_bit_reverse_rows(coeffs_br, t.log_n), t.ntt.n_inv)
-        return coeffs, _extend_bitrev(coeffs_br, t, t.ntt.n_inv)
+        lde = _extend_bitrev(coeffs_br, t, t.ntt.n_inv)
+        # the extension has read the bit-reversed coefficients before they are put in natural
+        # order in their own buffer (the barrier orders the two), so the round holds no copy
+        coeffs_br, lde = jax.lax.optimization_barrier((coeffs_br, lde))
+        n = coeffs_br.shape[0]
+        coeffs = _kntt.bit_reverse_scaled(coeffs_br.reshape(n, -1), t.ntt.n_inv, interpret=_interpret())
+        return coeffs.reshape(coeffs_br.shape), lde
 
     return switch(reference, kernel, trace, tables)
 

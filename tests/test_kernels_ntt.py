@@ -66,6 +66,43 @@ def test_dit_shifted_is_dit_of_the_coset_copies(log_n, cols, blowup, tiling):
     np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want1))
 
 
+@pytest.mark.parametrize(
+    ("log_n", "cols", "tiling"),
+    [
+        (0, 3, SMALL),
+        (1, 2, SMALL),
+        (3, 1, SMALL),
+        (5, 6, kn.Tiling(lanes=32, block_cols=4)),  # column blocks of 2 (the interpreter's whole blocks)
+        (6, 8, SMALL),
+        (7, 19, kn.Tiling(lanes=64, block_cols=16)),  # odd width: blocks of one column
+        (9, 40, kn.TILING),
+    ],
+)
+def test_bit_reverse_scaled_is_the_permutation_times_the_scale(log_n, cols, tiling):
+    """In place, row i gets row rev(i) times the scale: against the jnp gather and product."""
+    key = jax.random.PRNGKey(200 + log_n)
+    x = gl.random(key, (1 << log_n, cols))
+    scale = gl.random(jax.random.fold_in(key, 1), ())
+    want = gl._mul(ntt._bit_reverse_rows(x, log_n), scale)
+    got = jax.jit(lambda a, s: kn.bit_reverse_scaled(a, s, interpret=True, tiling=tiling))(x, scale)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_bit_reverse_scaled_under_vmap():
+    """A group of row chunks (the chunked commitment's vmap): each permuted on its own."""
+    x = gl.random(jax.random.PRNGKey(5), (3, 1 << 5, 6))
+    scale = gl.random(jax.random.PRNGKey(6), ())
+    tiling = kn.Tiling(lanes=32, block_cols=4)
+    got = jax.jit(jax.vmap(lambda a: kn.bit_reverse_scaled(a, scale, interpret=True, tiling=tiling)))(x)
+    want = jax.vmap(lambda a: gl._mul(ntt._bit_reverse_rows(a, 5), scale))(x)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_bit_reverse_scaled_rejects_a_non_power_of_two():
+    with pytest.raises(ShapeError, match="power of two"):
+        kn.bit_reverse_scaled(jnp.zeros((6, 2), jnp.uint64), np.uint64(1), interpret=True)
+
+
 def test_dit_shifted_rejects_mismatched_shifts():
     with pytest.raises(ShapeError, match="shifts"):
         kn.dit_shifted(jnp.zeros((8, 2), jnp.uint64), jnp.zeros((4, 2), jnp.uint64), jnp.zeros((4,), jnp.uint64))
@@ -115,6 +152,10 @@ def test_kernels_lower_to_triton(cols):
     )
     small = jax.ShapeDtypeStruct((1 << 8, 2), jnp.uint64), jax.ShapeDtypeStruct((128,), jnp.uint64)
     jax.jit(jax.vmap(kn.dit_shifted, (0, None, None))).trace(xs, *small).lower(lowering_platforms=("cuda",))
+    scale = jax.ShapeDtypeStruct((), jnp.uint64)
+    text = jax.jit(kn.bit_reverse_scaled).trace(x, scale).lower(lowering_platforms=("cuda",)).as_text()
+    assert "ntt_bit_reverse_scaled" in text
+    jax.jit(jax.vmap(kn.bit_reverse_scaled, (0, None))).trace(xs, scale).lower(lowering_platforms=("cuda",))
 
 
 def test_lde_paths_agree_in_the_interpreter(monkeypatch):
@@ -174,3 +215,22 @@ def test_dit_shifted_matches_dit_of_the_copies_on_a_gpu(log_n, cols, blowup):
         want = jax.jit(lambda a, s, w: kn.dit(gl._mul(a[:, None, :], s[:, :, None]), w))(x, shifts, roots)
         mismatched = int(jnp.sum(got != want))
     assert mismatched == 0, f"{mismatched} of {got.size} values differ"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("log_n", "cols"), [(20, 13), (16, 316), (22, 520)])
+def test_bit_reverse_scaled_matches_the_permutation_on_a_gpu(log_n, cols):
+    """Compiled, with masked column blocks (13, 316 columns) and 64-bit addresses (2^22 x 520
+    is more than 2^31 words). Each value is its own index, so the expected row ``i`` (row
+    ``rev(i)`` times the scale) is formed inside the comparison: the card holds the input and
+    the output (16.25 GiB each at the largest)."""
+    gpu = jax.devices("gpu")[0]
+    n = 1 << log_n
+    with jax.default_device(gpu):
+        x = jax.lax.iota(jnp.uint64, n * cols).reshape(n, cols)
+        got = jax.jit(kn.bit_reverse_scaled)(x, np.uint64(3))
+        del x
+        rev = ntt._bit_reverse_iota(log_n).astype(jnp.uint64)[:, None]
+        want = lambda: (rev * np.uint64(cols) + jnp.arange(cols, dtype=jnp.uint64)[None, :]) * np.uint64(3)  # noqa: E731
+        mismatched = int(jax.jit(lambda g: jnp.sum(g != want()))(got))
+    assert mismatched == 0, f"{mismatched} of {n * cols} values differ"

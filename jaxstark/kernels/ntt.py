@@ -18,6 +18,10 @@ Two directions, the two halves of every LDE (no bit-reversal pass between them):
 * :func:`dit` -- decimation in time (Cooley-Tukey): bit-reversed input, natural-order output;
   passes from stride 1 up.
 
+:func:`bit_reverse_scaled` puts a DIF's output in natural order (times a scale: an inverse
+transform's ``1/n``) in place, each row swapped with its bit-reversed partner by the one program
+that holds the smaller of the two, so an interpolation's coefficients need no second buffer.
+
 Both take the transform's root table ``roots[j] = w^j`` (``j < n/2``; ``NTTTables.forward`` or
 ``.inverse``). The level with half-size ``s`` multiplies by ``w_2s^(i mod s)``; inside a pass
 that factor depends only on ``(k, u)``, so each pass reads an ``(R, t)`` table
@@ -51,7 +55,7 @@ from jaxtyping import Array, UInt64
 
 from jaxstark.kernels import field_ptx, launch
 
-__all__ = ["Tiling", "TILING", "pass_plan", "dif", "dit", "dit_shifted"]
+__all__ = ["Tiling", "TILING", "pass_plan", "dif", "dit", "dit_shifted", "bit_reverse_scaled"]
 
 
 class Tiling(NamedTuple):
@@ -282,3 +286,69 @@ def dit_shifted(
     for log_t, r in plan[1:]:
         y = _run_pass(y, _twiddles(roots, log_n, log_t, r), log_t, r, False, tiling, interpret)
     return y.reshape(n, b, cols)
+
+
+_U32 = [(np.uint32(0x55555555), 1), (np.uint32(0x33333333), 2), (np.uint32(0x0F0F0F0F), 4), (np.uint32(0x00FF00FF), 8)]
+
+
+def _reverse_bits(v: Array, bits: int) -> Array:
+    """The low ``bits`` bits of ``uint32`` ``v`` in reverse order (1 <= bits <= 32)."""
+    for mask, shift in _U32:
+        v = ((v >> np.uint32(shift)) & mask) | ((v & mask) << np.uint32(shift))
+    v = (v >> np.uint32(16)) | (v << np.uint32(16))
+    return v >> np.uint32(32 - bits)
+
+
+def _swap_rows(x_ref, s_ref, o_ref, *, log_n: int, rows: int, cols: int, block_cols: int, f: field_ptx.FieldOps, index):
+    """A block of ``rows`` rows and ``block_cols`` columns: row ``r`` and its partner ``rev(r)``
+    swapped (both times the scale) where ``r < rev(r)``, scaled where ``r = rev(r)``; a row whose
+    partner is smaller is the partner's program's."""
+    from jax.experimental.pallas import triton as plt
+
+    r = (pl.program_id(0) * rows + jax.lax.broadcasted_iota(jnp.int32, (rows,), 0)).astype(jnp.uint32)
+    rv = _reverse_bits(r, log_n)
+    c = pl.program_id(1) * block_cols + jax.lax.broadcasted_iota(jnp.int32, (block_cols,), 0)
+    live = (c < cols)[None, :]
+    first = (r < rv)[:, None] & live  # this program swaps the pair
+    mine = (r <= rv)[:, None] & live  # this program writes the row
+    here = r.astype(index)[:, None] * cols + c.astype(index)[None, :]
+    # every lane's partner, masked or not: rev is a bijection, so no two lanes of a store share
+    # an address (the interpreter writes masked lanes back with the value they hold)
+    there = rv.astype(index)[:, None] * cols + c.astype(index)[None, :]
+    a = plt.load(x_ref.at[here], mask=mine, other=0)
+    b = plt.load(x_ref.at[there], mask=first, other=0)
+    scale = plt.load(s_ref.at[jnp.zeros((rows, block_cols), index)])
+    plt.store(o_ref.at[here], f.mul(jnp.where(first, b, a), scale), mask=mine)
+    plt.store(o_ref.at[there], f.mul(a, scale), mask=first)
+
+
+def bit_reverse_scaled(
+    x: UInt64[Array, " n cols"], scale: UInt64[Array, ""], *, interpret: bool = False, tiling: Tiling = TILING
+) -> UInt64[Array, " n cols"]:
+    """``x`` with its rows in bit-reversed order, times ``scale``, in place (``x``'s buffer is
+    the output's where XLA may reuse it): ``out[i] = x[rev(i)] * scale``. Traceable; n a power
+    of two."""
+    n, cols = x.shape
+    log_n = n.bit_length() - 1
+    if n != 1 << log_n or log_n > 32:
+        from jaxstark.errors import ShapeError
+
+        raise ShapeError(f"ntt.bit_reverse_scaled: rows must be a power of two up to 2^32, got {n}")
+    scale = jnp.asarray(scale, jnp.uint64).reshape(1)
+    if log_n == 0 or cols == 0:
+        return field_ptx.JNP.mul(x, scale[0])
+    block_cols = min(_pow2_ceil(cols), tiling.block_cols)
+    if interpret:  # whole column blocks (the interpreter would clamp an overhanging one's lanes)
+        block_cols = min(block_cols, cols & -cols)
+    rows = min(n, max(1, tiling.lanes // block_cols))
+    index = jnp.int32 if n * cols < 2**31 else jnp.int64
+    f = field_ptx.ops(interpret, tiling.ptx)
+    y = pl.pallas_call(
+        functools.partial(_swap_rows, log_n=log_n, rows=rows, cols=cols, block_cols=block_cols, f=f, index=index),
+        out_shape=jax.ShapeDtypeStruct((n * cols,), x.dtype),
+        grid=(n // rows, pl.cdiv(cols, block_cols)),
+        input_output_aliases={0: 0},
+        name="ntt_bit_reverse_scaled",
+        **launch(interpret, tiling.num_warps),
+    )(x.reshape(-1), scale)
+    return y.reshape(n, cols)
