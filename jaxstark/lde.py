@@ -19,8 +19,10 @@ the shift factors are read in that order, and the forward transform (DIT) takes 
 input to natural-order output -- no permutation of the big array at all. The ``blowup`` shifted
 copies are formed in the forward transform's first pass as it loads the coefficients
 (:func:`jaxstark.kernels.ntt.dit_shifted`), so the ``(L, *batch)`` shifted batch is never written
-and read back. Elsewhere the plain
-``jnp`` path below runs; both give identical values.
+and read back. The coefficients the commitment rounds keep (:func:`_interpolate_extend`) are put
+in natural order in place once the extension has read them
+(:func:`jaxstark.kernels.ntt.bit_reverse_scaled`), so no second copy of them is held. Elsewhere
+the plain ``jnp`` path below runs; both give identical values.
 
 Device memory (plain ``jnp`` path): input ``n*c``, shifted batch ``L*c``, butterfly ping-pong
 ``2*L*c`` and output ``L*c`` elements at the widest point; the memory planner reads the exact
