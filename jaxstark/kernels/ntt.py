@@ -292,7 +292,7 @@ _U32 = [(np.uint32(0x55555555), 1), (np.uint32(0x33333333), 2), (np.uint32(0x0F0
 
 
 def _reverse_bits(v: Array, bits: int) -> Array:
-    """The low ``bits`` bits of ``uint32`` ``v`` in reverse order (1 <= bits <= 32)."""
+    """The low ``bits`` bits of ``uint32`` ``v`` in reverse order (1 <= bits <= 31)."""
     for mask, shift in _U32:
         v = ((v >> np.uint32(shift)) & mask) | ((v & mask) << np.uint32(shift))
     v = (v >> np.uint32(16)) | (v << np.uint32(16))
@@ -330,10 +330,10 @@ def bit_reverse_scaled(
     of two."""
     n, cols = x.shape
     log_n = n.bit_length() - 1
-    if n != 1 << log_n or log_n > 32:
+    if n != 1 << log_n or log_n > 31:  # (row indices are int32 in the kernel)
         from jaxstark.errors import ShapeError
 
-        raise ShapeError(f"ntt.bit_reverse_scaled: rows must be a power of two up to 2^32, got {n}")
+        raise ShapeError(f"ntt.bit_reverse_scaled: rows must be a power of two up to 2^31, got {n}")
     scale = jnp.asarray(scale, jnp.uint64).reshape(1)
     if log_n == 0 or cols == 0:
         return field_ptx.JNP.mul(x, scale[0])
