@@ -98,9 +98,15 @@ def test_bit_reverse_scaled_under_vmap():
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
-def test_bit_reverse_scaled_rejects_a_non_power_of_two():
+def test_bit_reverse_scaled_rejects_what_it_cannot_permute():
     with pytest.raises(ShapeError, match="power of two"):
         kn.bit_reverse_scaled(jnp.zeros((6, 2), jnp.uint64), np.uint64(1), interpret=True)
+    with pytest.raises(ShapeError, match="uint64"):
+        kn.bit_reverse_scaled(jnp.zeros((8, 2), jnp.uint32), np.uint64(1), interpret=True)
+    with pytest.raises(ShapeError, match="uint64"):
+        kn.bit_reverse_scaled(jnp.zeros((8,), jnp.uint64), np.uint64(1), interpret=True)
+    with pytest.raises(ValueError, match="lanes must be a power of two"):
+        kn.bit_reverse_scaled(jnp.zeros((8, 2), jnp.uint64), np.uint64(1), interpret=True, tiling=kn.Tiling(lanes=48))
 
 
 def test_dit_shifted_rejects_mismatched_shifts():
@@ -218,12 +224,13 @@ def test_dit_shifted_matches_dit_of_the_copies_on_a_gpu(log_n, cols, blowup):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("log_n", "cols"), [(20, 13), (16, 316), (22, 520)])
+@pytest.mark.parametrize(("log_n", "cols"), [(3, 1), (5, 13), (6, 4), (20, 13), (16, 316), (22, 520)])
 def test_bit_reverse_scaled_matches_the_permutation_on_a_gpu(log_n, cols):
-    """Compiled, with masked column blocks (13, 316 columns) and 64-bit addresses (2^22 x 520
-    is more than 2^31 words). Each value is its own index, so the expected row ``i`` (row
-    ``rev(i)`` times the scale) is formed inside the comparison: the card holds the input and
-    the output (16.25 GiB each at the largest)."""
+    """Compiled, in place (the interpreter writes to a copy, so only the compiled kernel shows a
+    race): small tables whose rows and partners share a program, masked column blocks (13, 316
+    columns) and 64-bit addresses (2^22 x 520 is more than 2^31 words). Each value is its own
+    index, so the expected row ``i`` (row ``rev(i)`` times the scale) is formed inside the
+    comparison: the card holds the input and the output (16.25 GiB each at the largest)."""
     gpu = jax.devices("gpu")[0]
     n = 1 << log_n
     with jax.default_device(gpu):

@@ -328,12 +328,18 @@ def bit_reverse_scaled(
     """``x`` with its rows in bit-reversed order, times ``scale``, in place (``x``'s buffer is
     the output's where XLA may reuse it): ``out[i] = x[rev(i)] * scale``. Traceable; n a power
     of two."""
+    from jaxstark.errors import ShapeError
+
+    if x.ndim != 2 or x.dtype != jnp.uint64:
+        raise ShapeError(f"ntt.bit_reverse_scaled: expected a (rows, cols) uint64 array, got {x.dtype}{list(x.shape)}")
     n, cols = x.shape
     log_n = n.bit_length() - 1
     if n != 1 << log_n or log_n > 31:  # (row indices are int32 in the kernel)
-        from jaxstark.errors import ShapeError
-
         raise ShapeError(f"ntt.bit_reverse_scaled: rows must be a power of two up to 2^31, got {n}")
+    for name in ("lanes", "block_cols"):  # the grid's blocks must tile the rows exactly
+        value = getattr(tiling, name)
+        if value < 1 or value & (value - 1):
+            raise ValueError(f"ntt.bit_reverse_scaled: Tiling.{name} must be a power of two, got {value}")
     scale = jnp.asarray(scale, jnp.uint64).reshape(1)
     if log_n == 0 or cols == 0:
         return field_ptx.JNP.mul(x, scale[0])
