@@ -6,9 +6,12 @@ from the shape -- and adds each round's XLA temporaries as a linear form in the 
 sizes, with coefficients per backend (:data:`TEMP_COEFFS`) fitted to ``memory_analysis()`` of
 the compiled rounds by ``benchmarks/fit_memory_model.py`` (which records the figures it was
 fitted on in ``benchmarks/data/``; ``tests/test_memory_model.py`` holds the model to them and to
-live plans). A sweep over thousands of shapes takes milliseconds: this is the model for what-if
-questions ("how wide a table fits an 80 GB card at blowup 4?"); :func:`jaxstark.plan` remains
-the authority that admission uses.
+live plans). On a GPU it replays its buffers through the allocator's pool in the schedule's
+order, as the planner replays the schedule's (:mod:`jaxstark.memory.pool`, JAX's default
+allocator), and adds what the pool's whole chunks hold beyond the buffers. A sweep over
+thousands of shapes takes milliseconds: this is the model for what-if questions ("how wide a
+table fits an 80 GB card at blowup 4?"); :func:`jaxstark.plan` remains the authority that
+admission uses.
 
 Notation: ``n`` rows, ``L = n * blowup`` LDE rows, ``c`` main columns, ``a`` aux (extension)
 columns, ``P`` composition parts, ``q`` queries. A base element is 8 bytes, an extension element
@@ -27,6 +30,7 @@ from jaxstark import merkle, transfer
 from jaxstark.air import AIR
 from jaxstark.config import StarkConfig
 from jaxstark.kernels import composition as composition_kernel
+from jaxstark.memory import pool as allocator_pool
 from jaxstark.memory.executor import PARK_MIN_BYTES
 from jaxstark.poly import COLUMN_BLOCK
 from jaxstark.progress import format_bytes
@@ -161,14 +165,15 @@ FIT_QUALITY = {
     "blowup 2-8), 2-core AMD EPYC CPU, jax 0.10.2, recorded 2026-12-04 (the out-of-domain sums in blocks of 4096); "
     "every round's device set within 26% on every recorded shape (trace commit 12.4%, out-of-domain 17.2%, DEEP "
     "25.7%), which matters where a round other than the grinding binds (few grinding bits)",
-    "gpu": "peak within 11.1% of XLA on 20 held-out shapes (5.2% on the 12 fitted; 2^12-2^22 rows, 2-600 "
+    "gpu": "peak within 9.0% of XLA on 20 held-out shapes (5.2% on the 12 fitted; 2^12-2^22 rows, 2-600 "
     "columns, blowup 2-4), within 5% on 17 of the 20, H100, jax 0.11.2, recorded 2026-12-07 (the composition "
     "kernel summing every shape's constraints, in launches of 32; the Merkle kernels, FRI layers up to 2^21 "
     "scanned with the FRI step kernel, the out-of-domain, power-table, inversion and sponge kernels, DEEP's row "
-    "sums as one kernel pass, grinding batches of 2^18); model/XLA 0.889-1.000 (fitted 0.948-1.000). Loose: "
-    "DEEP (within 18%: 110-235 bytes per LDE row, one of a few values XLA's fusion picks) and the trace commit "
-    "(within 12%: about 1 byte per trace value on most tables of at most 32 columns, 8 on wider ones); the "
-    "out-of-domain round within 0.3%, the composition within 7%, FRI within 5.1% on every recorded shape. "
+    "sums as one kernel pass, grinding batches of 2^18); model/XLA 0.910-1.026 (fitted 0.948-1.000), the "
+    "allocator pool's whole chunks replayed as the planner replays them (up to 3.5% of a peak; 11.1% without). "
+    "Loose: DEEP (within 16%: 110-235 bytes per LDE row, one of a few values XLA's fusion picks) and the trace "
+    "commit (within 12%: about 1 byte per trace value on most tables of at most 32 columns, 8 on wider ones); "
+    "the out-of-domain round within 0.3%, the composition within 7%, FRI within 3.1% on every recorded shape. "
     "Recorded before the interpolation's coefficients were put in natural order in place (dc2bf9d): the trace "
     "and aux commits now hold 0-2 bytes per value where the grid shows up to 8.9, so the model over-states "
     "those rounds (the safe side), and the peak of wide tables, which the trace commit bound, by up to about 20%",
@@ -285,6 +290,9 @@ class ModelRound:
     temporaries: int
     staging: int = 0  # a host trace's row blocks in flight while it is copied in (jaxstark.transfer)
     parked: Terms = ()  # held buffers parked in host memory during this round (not on the device)
+    # what the GPU allocator's chunks hold beyond the buffers at the round's peak (jaxstark.memory.pool,
+    # the model's buffers replayed as the planner replays the schedule's; 0 on the CPU)
+    pool: int = 0
 
     @property
     def held_bytes(self) -> int:
@@ -305,7 +313,8 @@ class ModelRound:
 
     @property
     def total(self) -> int:
-        return self.held_bytes + self.argument_bytes + max(self.staging, self.output_bytes + self.temporaries)
+        adds = max(self.staging, self.output_bytes + self.temporaries)
+        return self.held_bytes + self.argument_bytes + adds + self.pool
 
     def terms(self) -> dict[str, int]:
         """Every term by name (bytes), e.g. ``"held: main LDE"``, ``"temporaries (fitted)"``;
@@ -324,6 +333,8 @@ class ModelRound:
             out["host trace blocks in flight"] = self.staging
         else:
             out["temporaries (fitted)"] = self.temporaries
+        if self.pool:
+            out["allocator: whole chunks"] = self.pool
         return out
 
 
@@ -557,6 +568,26 @@ def model(
     trace_shape = (g, n, c) if chunk_rows_log2 is not None else (n, c)
     staged = transfer.in_flight(trace_shape, np.uint64, backend) if host_trace else 0
 
+    # on a GPU the buffers go through the allocator's pool in the schedule's order, as the planner
+    # replays them (jaxstark.memory.pool): what its whole chunks hold beyond the buffers counts
+    replay = allocator_pool.Replay() if backend == "gpu" else None
+    placed: dict[int, _Buf] = {}  # id -> the buffer, for each one in the replay's pool
+
+    def replayed(index: int, args: list[_Buf], outs: list[_Buf], temporaries: int) -> int:
+        if replay is None:
+            return 0
+        on_device = {id(x): x for x in [*(h for h in held if h.name not in park), *args]}
+        for key in [k for k in placed if k not in on_device]:  # dropped, or parked, since the last round
+            replay.free(key)
+            del placed[key]
+        for key, x in on_device.items():  # held before the first round, copied back, or passed in
+            if key not in placed:
+                replay.allocate(key, {0: x.nbytes})
+                placed[key] = x
+        excess = replay.round(index, [], [(id(x), {0: x.nbytes}) for x in outs], {0: temporaries})
+        placed.update((id(x), x) for x in outs)
+        return excess
+
     def step(name: str, args: list[_Buf], outs: list[_Buf], transcript: bool = True, extra: int = 0) -> None:
         staging = staged if any(x is trace for x in args) else 0
         new_tr = [buf("transcript", 32)] if transcript else []  # a round that takes the transcript returns it
@@ -567,8 +598,10 @@ def model(
         pairs = lambda bufs: tuple((x.name, x.nbytes) for x in bufs)  # noqa: E731
         leaves = sum(x.leaves for x in [*outs, *new_tr])
         table = (("output pointers", 8 * leaves),) if leaves > 1 else ()  # XLA's tuple of output arrays
-        rounds.append(ModelRound(name, rest, pairs(args), (*pairs([*outs, *new_tr]), *table), temps(name) + extra,
-                                 staging, parked))  # fmt: skip
+        t = temps(name) + extra
+        excess = replayed(len(rounds), args, [*outs, *new_tr], t)
+        rounds.append(ModelRound(name, rest, pairs(args), (*pairs([*outs, *new_tr]), *table), t, staging, parked,
+                                 excess))  # fmt: skip
         held.extend([*outs, *new_tr])
         outputs.update((x.name, x.nbytes) for x in outs)
         tr[0] = new_tr[0] if transcript else tr[0]
