@@ -173,7 +173,7 @@ FIT_QUALITY = {
     "allocator pool's whole chunks replayed as the planner replays them (up to 3.5% of a peak; 11.1% without). "
     "Loose: DEEP (within 16%: 110-235 bytes per LDE row, one of a few values XLA's fusion picks) and the trace "
     "commit (within 12%: about 1 byte per trace value on most tables of at most 32 columns, 8 on wider ones); "
-    "the out-of-domain round within 0.3%, the composition within 7%, FRI within 3.1% on every recorded shape. "
+    "the out-of-domain round within 0.3%, the composition within 7%, FRI within 2.6% on every recorded shape. "
     "Recorded before the interpolation's coefficients were put in natural order in place (dc2bf9d): the trace "
     "and aux commits now hold 0-2 bytes per value where the grid shows up to 8.9, so the model over-states "
     "those rounds (the safe side), and the peak of wide tables, which the trace commit bound, by up to about 20%",
