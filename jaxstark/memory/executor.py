@@ -858,8 +858,7 @@ class Planner(_Executor):
 def _has_pool(device: jax.Device) -> bool:
     """Whether ``device``'s buffers come from XLA's pool allocator (a GPU under JAX's default
     allocator), which :mod:`jaxstark.memory.pool` simulates."""
-    allocator = os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "").strip().lower()
-    return device.platform == "gpu" and allocator in ("", "default", "bfc")
+    return device.platform == "gpu" and pool.simulated()
 
 
 def _pooled(x, devices=()) -> dict:

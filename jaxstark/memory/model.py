@@ -165,15 +165,16 @@ FIT_QUALITY = {
     "blowup 2-8), 2-core AMD EPYC CPU, jax 0.10.2, recorded 2026-12-04 (the out-of-domain sums in blocks of 4096); "
     "every round's device set within 26% on every recorded shape (trace commit 12.4%, out-of-domain 17.2%, DEEP "
     "25.7%), which matters where a round other than the grinding binds (few grinding bits)",
-    "gpu": "peak within 9.0% of XLA on 20 held-out shapes (5.2% on the 12 fitted; 2^12-2^22 rows, 2-600 "
+    "gpu": "peak within 8.2% of XLA on 20 held-out shapes (5.2% on the 12 fitted; 2^12-2^22 rows, 2-600 "
     "columns, blowup 2-4), within 5% on 17 of the 20, H100, jax 0.11.2, recorded 2026-12-07 (the composition "
     "kernel summing every shape's constraints, in launches of 32; the Merkle kernels, FRI layers up to 2^21 "
     "scanned with the FRI step kernel, the out-of-domain, power-table, inversion and sponge kernels, DEEP's row "
-    "sums as one kernel pass, grinding batches of 2^18); model/XLA 0.910-1.026 (fitted 0.948-1.000), the "
+    "sums as one kernel pass, grinding batches of 2^18); model/XLA 0.918-1.000 (fitted 0.948-1.000), the "
     "allocator pool's whole chunks replayed as the planner replays them (up to 3.5% of a peak; 11.1% without). "
     "Loose: DEEP (within 16%: 110-235 bytes per LDE row, one of a few values XLA's fusion picks) and the trace "
     "commit (within 12%: about 1 byte per trace value on most tables of at most 32 columns, 8 on wider ones); "
-    "the out-of-domain round within 0.3%, the composition within 7%, FRI within 2.6% on every recorded shape. "
+    "the out-of-domain round within 0.3%, the composition within 7%, FRI within 0.4%, the queries and openings "
+    "within 0.2% on every recorded shape. "
     "Recorded before the interpolation's coefficients were put in natural order in place (dc2bf9d): the trace "
     "and aux commits now hold 0-2 bytes per value where the grid shows up to 8.9, so the model over-states "
     "those rounds (the safe side), and the peak of wide tables, which the trace commit bound, by up to about 20%",
@@ -276,6 +277,7 @@ class _Buf:
     name: str
     nbytes: int
     leaves: int = 1  # arrays it stands for (XLA keeps a pointer per output array)
+    arrays: tuple[int, ...] = ()  # their bytes, where the allocator gets them one by one (else one array)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -334,7 +336,7 @@ class ModelRound:
         else:
             out["temporaries (fitted)"] = self.temporaries
         if self.pool:
-            out["allocator: whole chunks"] = self.pool
+            out["allocator's chunks beyond the buffers"] = self.pool
         return out
 
 
@@ -384,7 +386,7 @@ class TableModel:
         fields["row_blocks"] = dict(self.row_blocks)
         rounds = [
             dict(round=r.name, terms=r.terms(), held_before=r.held_bytes, arguments=r.argument_bytes,
-                 outputs=r.output_bytes, temporaries=r.temporaries, staging=r.staging, total=r.total,
+                 outputs=r.output_bytes, temporaries=r.temporaries, staging=r.staging, pool=r.pool, total=r.total,
                  parked=sum(b for _, b in r.parked))
             for r in self.rounds
         ]  # fmt: skip
@@ -393,7 +395,9 @@ class TableModel:
 
     def __str__(self) -> str:
         aux = f" + {self.aux_columns} aux" if self.aux_columns else ""
-        head = f"{'round':18}" + "".join(f" {c:>12}" for c in ("held before", "arguments", "outputs", "temporaries"))
+        pooled = any(r.pool for r in self.rounds)  # the allocator's chunks, a column where there are any
+        columns = ("held before", "arguments", "outputs", "temporaries", *(("chunks",) if pooled else ()))
+        head = f"{'round':18}" + "".join(f" {c:>12}" for c in columns)
         head += f" {'device set':>12}"
         rows = f"2^{self.log_n} rows"
         if self.chunks_log2:
@@ -401,7 +405,8 @@ class TableModel:
         lines = [f"model ({self.backend}): {rows} x {self.width} main{aux} @ blowup {self.blowup}", head]
         b = self.binding
         for r in self.rounds:
-            values = (r.held_bytes, r.argument_bytes, r.output_bytes, r.temporaries, r.total)
+            values = (r.held_bytes, r.argument_bytes, r.output_bytes, r.temporaries, *((r.pool,) if pooled else ()),
+                      r.total)  # fmt: skip
             mark = "  <- copy-in binds" if r.copy_in_binds else ""
             mark += "  <- binding" if r is b else ""
             lines.append(f"{r.name:18}" + "".join(f" {format_bytes(v):>12}" for v in values) + mark)
@@ -527,8 +532,9 @@ def model(
         lb = min(leaves, merkle.BLOCK)
         return g * round(sum(x * {"Lb": lb, "Lb*w": lb * words}[k] for k, x in build.items()))
 
-    def buf(name: str, nbytes: int, leaves: int = 1) -> _Buf:  # a chunk's buffer, for each chunk of the group
-        return _Buf(name, g * nbytes, leaves)
+    def buf(name: str, nbytes: int, leaves: int = 1, arrays: tuple[int, ...] = ()) -> _Buf:
+        # a chunk's buffer, for each chunk of the group
+        return _Buf(name, g * nbytes, leaves, tuple(g * x for x in arrays))
 
     trees: dict[str, int] = {}  # what may be recomputed -> its bytes held
 
@@ -553,8 +559,10 @@ def model(
     layers = fri_num_layers(log_n, config.fri_final_degree)
     heights = [size >> (j + 1) for j in range(layers)]
     big, start, small = fri_layer_sizes(log_n, config.blowup, config.fri_final_degree, backend)
-    small_h = sum(start >> (j + 1) for j in range(small))
-    last = [buf("FRI small layers' leaves", 48 * small_h, small), buf("FRI small layers' trees", 64 * small_h, small),
+    small_rows = [start >> (j + 1) for j in range(small)]  # each small layer's leaves and tree, an array each
+    small_h = sum(small_rows)
+    last = [buf("FRI small layers' leaves", 48 * small_h, small, tuple(48 * h for h in small_rows)),
+            buf("FRI small layers' trees", 64 * small_h, small, tuple(64 * h for h in small_rows)),
             buf("FRI final + flag", 24 * (n >> layers) + 1, 2)]  # fmt: skip
     label = 2 * (1 + MAX_LABEL)  # a layer's two encoded labels (FriStep)
     path = lambda rows: 32 * q * (rows.bit_length() - 1)  # noqa: E731  (a path per query in a tree of `rows` leaves)
@@ -569,22 +577,30 @@ def model(
     staged = transfer.in_flight(trace_shape, np.uint64, backend) if host_trace else 0
 
     # on a GPU the buffers go through the allocator's pool in the schedule's order, as the planner
-    # replays them (jaxstark.memory.pool): what its whole chunks hold beyond the buffers counts
-    replay = allocator_pool.Replay() if backend == "gpu" else None
+    # replays them (jaxstark.memory.pool): what its whole chunks hold beyond the buffers counts.
+    # The held buffers stay in it; a parked buffer or a host trace a round takes is copied in for
+    # that round; the small host arrays a round is passed are not replayed (nor by the planner).
+    replay = allocator_pool.Replay() if backend == "gpu" and allocator_pool.simulated() else None
     placed: dict[int, _Buf] = {}  # id -> the buffer, for each one in the replay's pool
+
+    def arrays(key, x: _Buf) -> list:  # (key, {device: bytes}) per array of the buffer, one key for all
+        return [(key, {0: b}) for b in x.arrays or (x.nbytes,)]
 
     def replayed(index: int, args: list[_Buf], outs: list[_Buf], temporaries: int) -> int:
         if replay is None:
             return 0
-        on_device = {id(x): x for x in [*(h for h in held if h.name not in park), *args]}
+        on_device = {id(h): h for h in held if h.name not in park}
         for key in [k for k in placed if k not in on_device]:  # dropped, or parked, since the last round
             replay.free(key)
             del placed[key]
-        for key, x in on_device.items():  # held before the first round, copied back, or passed in
+        for key, x in on_device.items():  # held before the first round
             if key not in placed:
-                replay.allocate(key, {0: x.nbytes})
+                for k, sizes in arrays(key, x):
+                    replay.allocate(k, sizes)
                 placed[key] = x
-        excess = replay.round(index, [], [(id(x), {0: x.nbytes}) for x in outs], {0: temporaries})
+        copies = [c for x in args if x.name in park or (host_trace and x is trace) for c in arrays((index, id(x)), x)]
+        outputs = [o for x in outs for o in arrays(id(x), x)]
+        excess = replay.round(index, copies, outputs, {0: temporaries})
         placed.update((id(x), x) for x in outs)
         return excess
 

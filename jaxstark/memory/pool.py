@@ -26,11 +26,18 @@ regions, and the budget's larger headroom covers the difference (:mod:`jaxstark.
 from __future__ import annotations
 
 import bisect
+import os
 
-__all__ = ["Pool", "Replay", "MIN_CHUNK", "MAX_INTERNAL_FRAGMENTATION", "rounded"]
+__all__ = ["Pool", "Replay", "MIN_CHUNK", "MAX_INTERNAL_FRAGMENTATION", "rounded", "simulated"]
 
 MIN_CHUNK = 256
 MAX_INTERNAL_FRAGMENTATION = 128 << 20
+
+
+def simulated() -> bool:
+    """Whether a GPU's buffers come from the pool this module simulates: JAX's default allocator
+    (``XLA_PYTHON_CLIENT_ALLOCATOR`` unset, ``default`` or ``bfc``)."""
+    return os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "").strip().lower() in ("", "default", "bfc")
 
 
 def rounded(nbytes: int) -> int:
