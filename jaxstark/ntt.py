@@ -170,11 +170,7 @@ def bit_reverse_indices(log_n: int) -> np.ndarray:
 
 def _bit_reverse_iota(log_n: int) -> Array:
     """Bit-reversal permutation computed inside the program (no embedded constant)."""
-    idx = jnp.arange(1 << log_n, dtype=jnp.uint32)
-    rev = jnp.zeros_like(idx)
-    for b in range(log_n):
-        rev = rev | (((idx >> np.uint32(b)) & np.uint32(1)) << np.uint32(log_n - 1 - b))
-    return rev
+    return _kntt.reverse_bits(jnp.arange(1 << log_n, dtype=jnp.uint32), log_n)
 
 
 def _bit_reverse_rows(x: Array, log_n: int) -> Array:

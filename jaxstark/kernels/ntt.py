@@ -55,7 +55,7 @@ from jaxtyping import Array, UInt64
 
 from jaxstark.kernels import field_ptx, launch
 
-__all__ = ["Tiling", "TILING", "pass_plan", "dif", "dit", "dit_shifted", "bit_reverse_scaled"]
+__all__ = ["Tiling", "TILING", "pass_plan", "dif", "dit", "dit_shifted", "bit_reverse_scaled", "reverse_bits"]
 
 
 class Tiling(NamedTuple):
@@ -288,15 +288,13 @@ def dit_shifted(
     return y.reshape(n, b, cols)
 
 
-_U32 = [(np.uint32(0x55555555), 1), (np.uint32(0x33333333), 2), (np.uint32(0x0F0F0F0F), 4), (np.uint32(0x00FF00FF), 8)]
-
-
-def _reverse_bits(v: Array, bits: int) -> Array:
-    """The low ``bits`` bits of ``uint32`` ``v`` in reverse order (1 <= bits <= 31)."""
-    for mask, shift in _U32:
-        v = ((v >> np.uint32(shift)) & mask) | ((v & mask) << np.uint32(shift))
-    v = (v >> np.uint32(16)) | (v << np.uint32(16))
-    return v >> np.uint32(32 - bits)
+def reverse_bits(v: Array, bits: int) -> Array:
+    """The low ``bits`` bits of ``uint32`` ``v`` in reverse order (a bit at a time: plain
+    ``jnp``, so the same code serves XLA programs and kernel bodies)."""
+    rev = jnp.zeros_like(v)
+    for b in range(bits):
+        rev = rev | (((v >> np.uint32(b)) & np.uint32(1)) << np.uint32(bits - 1 - b))
+    return rev
 
 
 def _swap_rows(x_ref, s_ref, o_ref, *, log_n: int, rows: int, cols: int, block_cols: int, f: field_ptx.FieldOps, index):
@@ -306,7 +304,7 @@ def _swap_rows(x_ref, s_ref, o_ref, *, log_n: int, rows: int, cols: int, block_c
     from jax.experimental.pallas import triton as plt
 
     r = (pl.program_id(0) * rows + jax.lax.broadcasted_iota(jnp.int32, (rows,), 0)).astype(jnp.uint32)
-    rv = _reverse_bits(r, log_n)
+    rv = reverse_bits(r, log_n)
     c = pl.program_id(1) * block_cols + jax.lax.broadcasted_iota(jnp.int32, (block_cols,), 0)
     live = (c < cols)[None, :]
     first = (r < rv)[:, None] & live  # this program swaps the pair

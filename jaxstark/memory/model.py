@@ -532,9 +532,11 @@ def model(
         lb = min(leaves, merkle.BLOCK)
         return g * round(sum(x * {"Lb": lb, "Lb*w": lb * words}[k] for k, x in build.items()))
 
-    def buf(name: str, nbytes: int, leaves: int = 1, arrays: tuple[int, ...] = ()) -> _Buf:
-        # a chunk's buffer, for each chunk of the group
-        return _Buf(name, g * nbytes, leaves, tuple(g * x for x in arrays))
+    def buf(name: str, nbytes: int, leaves: int = 1) -> _Buf:  # a chunk's buffer, for each chunk of the group
+        return _Buf(name, g * nbytes, leaves)
+
+    def per_layer(name: str, sizes: list[int]) -> _Buf:  # an array per layer (each its own chunk of a GPU's pool)
+        return _Buf(name, g * sum(sizes), len(sizes), tuple(g * x for x in sizes))
 
     trees: dict[str, int] = {}  # what may be recomputed -> its bytes held
 
@@ -559,10 +561,9 @@ def model(
     layers = fri_num_layers(log_n, config.fri_final_degree)
     heights = [size >> (j + 1) for j in range(layers)]
     big, start, small = fri_layer_sizes(log_n, config.blowup, config.fri_final_degree, backend)
-    small_rows = [start >> (j + 1) for j in range(small)]  # each small layer's leaves and tree, an array each
-    small_h = sum(small_rows)
-    last = [buf("FRI small layers' leaves", 48 * small_h, small, tuple(48 * h for h in small_rows)),
-            buf("FRI small layers' trees", 64 * small_h, small, tuple(64 * h for h in small_rows)),
+    small_rows = [start >> (j + 1) for j in range(small)]  # each small layer's leaves and tree
+    last = [per_layer("FRI small layers' leaves", [48 * h for h in small_rows]),
+            per_layer("FRI small layers' trees", [64 * h for h in small_rows]),
             buf("FRI final + flag", 24 * (n >> layers) + 1, 2)]  # fmt: skip
     label = 2 * (1 + MAX_LABEL)  # a layer's two encoded labels (FriStep)
     path = lambda rows: 32 * q * (rows.bit_length() - 1)  # noqa: E731  (a path per query in a tree of `rows` leaves)
