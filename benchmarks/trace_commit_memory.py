@@ -1,19 +1,27 @@
 """XLA's temporaries of the trace commit's parts, each compiled alone, in bytes per trace value.
 
     python benchmarks/trace_commit_memory.py [--log-n 16] [--columns 8,13,24,32,64] [--blowup 2]
+    python benchmarks/trace_commit_memory.py --time 22x62,20x600,22x8 [--blowup 2]
 
 For each width: the interpolation and extension (``lde._interpolate_extend``), the extension
 alone from bit-reversed coefficients (``lde._extend_bitrev``: the kernels' path, so CUDA only),
 both with the Merkle tree over the LDE (the round's work without its transcript and field check),
 and the tree alone (``merkle._build``). Compiles only (``memory_analysis()``); runs nothing.
+
+``--time`` instead runs the interpolation and extension at each ``<log2 rows>x<columns>`` on an
+iota trace: compile seconds, the median of 5 runs after a warm-up, XLA's temporaries, and a
+digest of the first 4096 coefficients and the last 4096 LDE rows (to compare two trees' runs).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import time
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 def temporaries(f, *shapes) -> float:
@@ -25,6 +33,30 @@ def temporaries(f, *shapes) -> float:
         return float("nan")
 
 
+def timed(shapes: str, blowup: int) -> None:
+    from jaxstark.lde import _interpolate_extend, lde_tables
+
+    print(f"{jax.devices()[0].device_kind}, jax {jax.__version__}: interpolate + extend @ b{blowup}")
+    for spec in shapes.split(","):
+        log_n, c = (int(x) for x in spec.split("x"))
+        t = lde_tables(log_n, blowup)
+        x = jax.lax.iota(jnp.uint64, (1 << log_n) * c).reshape(1 << log_n, c)
+        start = time.perf_counter()
+        exe = jax.jit(lambda a, t=t: _interpolate_extend(a, t)).lower(x).compile()
+        compile_s = time.perf_counter() - start
+        coeffs, lde = jax.block_until_ready(exe(x))
+        runs = []
+        for _ in range(5):
+            start = time.perf_counter()
+            jax.block_until_ready(exe(x))
+            runs.append(time.perf_counter() - start)
+        digest = hashlib.sha256(np.asarray(coeffs[:4096]).tobytes() + np.asarray(lde[-4096:]).tobytes()).hexdigest()
+        temps = exe.memory_analysis().temp_size_in_bytes / 2**20
+        print(f"2^{log_n} x {c}: compile {compile_s:.2f} s, median {1e3 * sorted(runs)[2]:.2f} ms, "
+              f"temporaries {temps:.0f} MiB, sha {digest[:12]}")  # fmt: skip
+        del x, coeffs, lde, exe
+
+
 def main(argv=None) -> int:
     from jaxstark.lde import _extend_bitrev, _interpolate_extend, lde_tables
     from jaxstark.merkle import _build
@@ -33,7 +65,11 @@ def main(argv=None) -> int:
     ap.add_argument("--log-n", type=int, default=16)
     ap.add_argument("--columns", default="8,13,24,32,64")
     ap.add_argument("--blowup", type=int, default=2)
+    ap.add_argument("--time", default=None, help="run the interpolation at these <log2 rows>x<columns> shapes instead")
     args = ap.parse_args(argv)
+    if args.time:
+        timed(args.time, args.blowup)
+        return 0
     n, b = 1 << args.log_n, args.blowup
     t = lde_tables(args.log_n, b)
 
