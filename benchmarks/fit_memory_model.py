@@ -96,13 +96,16 @@ def record_one(shape: tuple[int, ...]) -> dict:
     return dict(shape=list(shape), rounds=rounds, plan_s=round(time.perf_counter() - t, 1))
 
 
-def record(grid: str, jobs: int, out: Path, only: str | None = None, reuse: Path | None = None) -> None:
+def record(
+    grid: str, jobs: int, out: Path, only: str | None = None, reuse: Path | None = None, replan: str = "kernel"
+) -> None:
     """Plan every shape of ``grid`` (or its fit or check shapes) and write the figures to ``out``.
-    With ``reuse``, an earlier recording of the same grid on the same backend: the shapes whose
-    composition the kernel does not sum now are taken from it as they are (each marked
-    ``"reused"`` with the date it was recorded, the recording named in the meta) and only the
-    others are planned. Only the composition kernel's regime is checked: a change to any other
-    round since that recording makes the kept figures stale, which the caller must rule out."""
+    With ``reuse``, an earlier recording of the same grid on the same backend: only the shapes
+    ``replan`` names are planned -- ``"kernel"``, those whose composition the kernel sums now;
+    ``"aux"``, those with aux columns -- and the others are taken from it as they are (each
+    marked ``"reused"`` with the date it was recorded, the recording named in the meta). A change
+    since that recording to what the kept shapes compile makes their figures stale, which the
+    caller must rule out."""
     import jax
 
     from jaxstark.kernels import composition as composition_kernel
@@ -128,7 +131,7 @@ def record(grid: str, jobs: int, out: Path, only: str | None = None, reuse: Path
         todo = []
         for shape, kind in shapes:
             log_n, c, a, b, d = shape
-            if kernel_sums(shape_air(c, a, d), c, dev.platform):
+            if a if replan == "aux" else kernel_sums(shape_air(c, a, d), c, dev.platform):
                 todo.append((shape, kind))
             elif (tuple(shape), kind) in by_shape:
                 entry = by_shape[tuple(shape), kind]
@@ -153,7 +156,7 @@ def record(grid: str, jobs: int, out: Path, only: str | None = None, reuse: Path
     if kept:
         meta["reused"] = dict(date=old["meta"].get("date"), device=old["meta"].get("device"),
                               jax=old["meta"].get("jax"), command=old["meta"].get("command"),
-                              shapes=len(kept))  # fmt: skip
+                              shapes=len(kept), replanned=replan)  # fmt: skip
     out.parent.mkdir(parents=True, exist_ok=True)
     data: list[dict] = list(kept)
     lock = threading.Lock()
@@ -335,7 +338,13 @@ def main(argv=None) -> int:
         "--reuse",
         type=Path,
         default=None,
-        help="an earlier recording: keep its figures for the shapes the composition kernel does not take",
+        help="an earlier recording: keep its figures for the shapes --replan does not name",
+    )
+    r.add_argument(
+        "--replan",
+        choices=("kernel", "aux"),
+        default="kernel",
+        help="with --reuse, the shapes planned again: those the composition kernel takes (default) or with aux columns",
     )
     f = sub.add_parser("fit")
     f.add_argument("--data", type=Path, default=None)
@@ -350,7 +359,7 @@ def main(argv=None) -> int:
     backend = jax.default_backend()
     if args.cmd == "record":
         out = args.out or DATA / f"memory_{args.grid or backend}.json"
-        record(args.grid or backend, args.jobs, out, args.only, args.reuse)
+        record(args.grid or backend, args.jobs, out, args.only, args.reuse, args.replan)
     else:
         fit(args.data or DATA / f"memory_{backend}.json")
     return 0
