@@ -4,8 +4,9 @@
                                            [--max-constraints K] [--group G] [--repeats 5] [--json F]
 
 Each shape (``example:log2 rows:blowup``; ``shape<C>x<d>`` is a ``ShapeTable`` of ``C`` columns and
-degree ``d``) builds a random trace LDE (and, for DEEP, random parts and claims) on the default
-device, lowers each round for that device's
+degree ``d``, ``shape<C>x<d>a<A>`` one with ``A`` aux columns) builds a random trace LDE (and aux
+LDE and LogUp challenges; for DEEP, random parts and claims) on the default device, lowers each
+round for that device's
 platform (``kernels.lowering_for``), compiles it (``compile s``, the persistent cache off) and
 times it (median of ``--repeats`` after a warm-up). ``temp MiB`` is XLA's temporaries for the
 round, ``peak MiB`` its arguments, outputs and temporaries (the memory analysis the planner
@@ -41,8 +42,9 @@ def air_for(name: str):
     from jaxstark.examples.wide import WideRounds
 
     if name.startswith("shape"):
-        cols, degree = name[5:].split("x")
-        return ShapeTable(width=int(cols), degree=int(degree))
+        cols, rest = name[5:].split("x")
+        degree, _, aux = rest.partition("a")
+        return ShapeTable(width=int(cols), degree=int(degree), aux_columns=int(aux or 0))
     return {"alu": Alu, "fibonacci": Fibonacci, "wide": WideRounds}[name]()
 
 
@@ -50,6 +52,7 @@ def one(spec: str, which: str, repeats: int) -> dict:
     import jaxstark as js
     from jaxstark import gl, kernels
     from jaxstark.field import extension as fext
+    from jaxstark.logup import bus_layout
     from jaxstark.memory.executor import _export_platform
     from jaxstark.protocol.statement import public_array
     from jaxstark.rounds.domain import make_domain
@@ -64,18 +67,23 @@ def one(spec: str, which: str, repeats: int) -> dict:
     size = domain.size
     keys = jax.random.split(jax.random.PRNGKey(log_n), -(-air.width // 64))
     lde = jnp.concatenate([gl.random(k, (size, min(64, air.width - 64 * i))) for i, k in enumerate(keys)], axis=1)
+    a = air.num_aux_columns
+    aux_lde = gl.random(jax.random.fold_in(keys[0], 1), (size, 3 * a)) if a else None
+    buses = len(bus_layout(air))
+    logup = (fext.random(jax.random.fold_in(keys[0], 2), (2,)), fext.random(jax.random.fold_in(keys[0], 3), (buses,)))
     public = public_array(air, tuple(range(1, air.num_public_inputs + 1)))
     cfg = js.StarkConfig(blowup=blowup)
     tr = fork_table(initial_transcript((public,), airs=(air,), config=cfg, log_ns=(log_n,)), jnp.uint64(0))
     parts = air.composition_parts
     if which == "composition":
-        fn, args, static = composition, (domain, lde, None, None, public, tr), {"air": air, "hash_name": cfg.hash}
+        args = (domain, lde, aux_lde, logup if a else None, public, tr)
+        fn, static = composition, {"air": air, "hash_name": cfg.hash}
     else:
         key = jax.random.PRNGKey(7)
-        shapes = [(), (air.width,), (air.width,), (parts,), (0,), (0,)]
+        shapes = [(), (air.width,), (air.width,), (parts,), (a,), (a,)]
         ood = OutOfDomain(*(fext.random(jax.random.fold_in(key, i), s) for i, s in enumerate(shapes)))
         parts_lde = fext.random(jax.random.fold_in(key, 9), (size, parts))
-        fn, args, static = deep, (domain, lde, None, parts_lde, ood, tr), {}
+        fn, args, static = deep, (domain, lde, aux_lde, parts_lde, ood, tr), {}
     t = time.perf_counter()
     with kernels.lowering_for(_export_platform(jax.devices()[0])):  # as the executor lowers rounds
         compiled = fn.trace(*args, **static).lower().compile()
