@@ -120,6 +120,10 @@ def record(
                 scan_layers_below=scan_layers_below(dev.platform),
                 composition_max_constraints=composition_kernel.MAX_CONSTRAINTS)  # fmt: skip
     kept: list[dict] = []
+    if replan not in ("kernel", "aux"):
+        raise SystemExit(f"--replan must be 'kernel' or 'aux', got {replan!r}")
+    if reuse is None and replan != "kernel":
+        raise SystemExit("--replan names the shapes planned again with --reuse: give --reuse too")
     if reuse is not None:
         if only is not None:
             raise SystemExit("--reuse takes the whole grid: it cannot be combined with --only")
