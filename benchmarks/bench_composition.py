@@ -69,15 +69,16 @@ def one(spec: str, which: str, repeats: int) -> dict:
     lde = jnp.concatenate([gl.random(k, (size, min(64, air.width - 64 * i))) for i, k in enumerate(keys)], axis=1)
     a = air.num_aux_columns
     aux_lde = gl.random(jax.random.fold_in(keys[0], 1), (size, 3 * a)) if a else None
-    buses = len(bus_layout(air))
-    logup = (fext.random(jax.random.fold_in(keys[0], 2), (2,)), fext.random(jax.random.fold_in(keys[0], 3), (buses,)))
+    logup = None
+    if a:  # the LogUp challenges and the buses' sums
+        buses = (len(bus_layout(air)),)
+        logup = (fext.random(jax.random.fold_in(keys[0], 2), (2,)), fext.random(jax.random.fold_in(keys[0], 3), buses))
     public = public_array(air, tuple(range(1, air.num_public_inputs + 1)))
     cfg = js.StarkConfig(blowup=blowup)
     tr = fork_table(initial_transcript((public,), airs=(air,), config=cfg, log_ns=(log_n,)), jnp.uint64(0))
     parts = air.composition_parts
     if which == "composition":
-        args = (domain, lde, aux_lde, logup if a else None, public, tr)
-        fn, static = composition, {"air": air, "hash_name": cfg.hash}
+        fn, args, static = composition, (domain, lde, aux_lde, logup, public, tr), {"air": air, "hash_name": cfg.hash}
     else:
         key = jax.random.PRNGKey(7)
         shapes = [(), (air.width,), (air.width,), (parts,), (a,), (a,)]

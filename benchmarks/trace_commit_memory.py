@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from common import compile_timed, median, timed
 
 
 def temporaries(f, *shapes) -> float:
@@ -33,7 +33,7 @@ def temporaries(f, *shapes) -> float:
         return float("nan")
 
 
-def timed(shapes: str, blowup: int) -> None:
+def run_times(shapes: str, blowup: int) -> None:
     from jaxstark.lde import _interpolate_extend, lde_tables
 
     print(f"{jax.devices()[0].device_kind}, jax {jax.__version__}: interpolate + extend @ b{blowup}")
@@ -41,18 +41,12 @@ def timed(shapes: str, blowup: int) -> None:
         log_n, c = (int(x) for x in spec.split("x"))
         t = lde_tables(log_n, blowup)
         x = jax.lax.iota(jnp.uint64, (1 << log_n) * c).reshape(1 << log_n, c)
-        start = time.perf_counter()
-        exe = jax.jit(lambda a, t=t: _interpolate_extend(a, t)).lower(x).compile()
-        compile_s = time.perf_counter() - start
-        coeffs, lde = jax.block_until_ready(exe(x))
-        runs = []
-        for _ in range(5):
-            start = time.perf_counter()
-            jax.block_until_ready(exe(x))
-            runs.append(time.perf_counter() - start)
+        exe, compile_s = compile_timed(lambda a, t=t: _interpolate_extend(a, t), x)
+        runs = timed(exe, x, repeats=5)
+        coeffs, lde = exe(x)
         digest = hashlib.sha256(np.asarray(coeffs[:4096]).tobytes() + np.asarray(lde[-4096:]).tobytes()).hexdigest()
         temps = exe.memory_analysis().temp_size_in_bytes / 2**20
-        print(f"2^{log_n} x {c}: compile {compile_s:.2f} s, median {1e3 * sorted(runs)[2]:.2f} ms, "
+        print(f"2^{log_n} x {c}: compile {compile_s:.2f} s, median {1e3 * median(runs):.2f} ms, "
               f"temporaries {temps:.0f} MiB, sha {digest[:12]}")  # fmt: skip
         del x, coeffs, lde, exe
 
@@ -68,7 +62,7 @@ def main(argv=None) -> int:
     ap.add_argument("--time", default=None, help="run the interpolation at these <log2 rows>x<columns> shapes instead")
     args = ap.parse_args(argv)
     if args.time:
-        timed(args.time, args.blowup)
+        run_times(args.time, args.blowup)
         return 0
     n, b = 1 << args.log_n, args.blowup
     t = lde_tables(args.log_n, b)
