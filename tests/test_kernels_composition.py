@@ -24,6 +24,7 @@ from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
 from jaxstark.field.host import HostVal
 from jaxstark.kernels import composition as kc
+from jaxstark.protocol.algebra import aux_quotient
 from jaxstark.protocol.statement import public_array
 from jaxstark.rounds.domain import make_domain
 from jaxstark.rounds.r0_statement import fork_table, initial_transcript
@@ -177,8 +178,9 @@ def _alu_round(log_n=4, blowup=2, air=None, trace_public=None):
 
 def test_the_round_takes_the_kernel_path_in_the_interpreter_and_keeps_its_values(monkeypatch):
     """The ALU with its buses (aux constraints beside the kernel's sum), whole and in row
-    blocks: the same round as XLA's. Only this round's kernel runs in the interpreter
-    (the round's transforms and tree keep their ``jnp`` twins, which other tests hold to theirs)."""
+    blocks, its aux quotient whole and in blocks of its own: the same round as XLA's. Only this
+    round's kernel runs in the interpreter (the round's transforms and tree keep their ``jnp``
+    twins, which other tests hold to theirs)."""
     from jaxstark.rounds import r2_composition
 
     air, cfg, args = _alu_round()
@@ -196,9 +198,17 @@ def test_the_round_takes_the_kernel_path_in_the_interpreter_and_keeps_its_values
 
     posture = types.SimpleNamespace(kernel_platforms=lambda: ("cpu",), switch=kernel_first, interpret=lambda: True)
     monkeypatch.setattr(r2_composition, "kernels", posture)
-    for blocks in (1, 2):
+    size, blowup = args[1].shape[0], cfg.blowup
+    assert r2_composition.aux_blocks(size, blowup) == 1  # a small LDE: the aux quotient whole
+    blocked = []
+    spy = lambda *a: blocked.append(1) or aux_quotient(*a)  # noqa: E731  (only the blocked path calls the round's)
+    monkeypatch.setattr(r2_composition, "aux_quotient", spy)
+    for aux_rows, blocks in ((r2_composition.AUX_BLOCK_ROWS, 1), (r2_composition.AUX_BLOCK_ROWS, 2), (size // 4, 1)):
+        monkeypatch.setattr(r2_composition, "AUX_BLOCK_ROWS", aux_rows)
         chex.assert_trees_all_equal(run(blocks), want)
-    assert len(calls) == 2  # the kernel path was the one taken, whole and in blocks
+        assert bool(blocked) == (aux_rows == size // 4), (aux_rows, blocks)  # the blocked path, and only there
+    assert r2_composition.aux_blocks(size, blowup) == 4
+    assert len(calls) == 3  # the kernel path was the one taken, whole and in blocks
 
 
 def test_the_round_lowers_for_cuda_on_the_kernel_path(monkeypatch):

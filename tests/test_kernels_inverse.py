@@ -90,7 +90,9 @@ def test_the_deep_value_inverts_once_and_keeps_its_values():
     assert calls == [(64, 3)]
 
 
-def test_the_deep_round_takes_the_kernel_path_in_the_interpreter_and_keeps_its_values(monkeypatch):
+@pytest.mark.parametrize("aux_columns", [0, 2])
+def test_the_deep_round_takes_the_kernel_path_in_the_interpreter_and_keeps_its_values(monkeypatch, aux_columns):
+    """The same values on the kernel path as the XLA round, with and without aux columns."""
     from jaxstark.rounds.domain import make_domain
     from jaxstark.rounds.r3_ood import OutOfDomain
     from jaxstark.rounds.r4_deep import deep
@@ -100,9 +102,10 @@ def test_the_deep_round_takes_the_kernel_path_in_the_interpreter_and_keeps_its_v
     key = jax.random.PRNGKey(6)
     size = domain.size
     trace, parts = gl.random(key, (size, 3)), gl.random(jax.random.fold_in(key, 1), (size, 2, 3))
+    aux = gl.random(jax.random.fold_in(key, 9), (size, 3 * aux_columns)) if aux_columns else None
     ood = OutOfDomain(*(fext.random(jax.random.fold_in(key, 2 + i), s) for i, s in
-                        enumerate([(), (3,), (3,), (2,), (0,), (0,)])))  # fmt: skip
-    args = (domain, trace, None, parts, ood, Transcript.new("inverse kernel test"))
+                        enumerate([(), (3,), (3,), (2,), (aux_columns,), (aux_columns,)])))  # fmt: skip
+    args = (domain, trace, aux, parts, ood, Transcript.new("inverse kernel test"))
 
     def run():  # a new function object each time: traced again under the posture of the moment
         return jax.jit(lambda *a: deep.__wrapped__(*a))(*args)

@@ -10,7 +10,7 @@ from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 PLOTS = {
-    "memory_shapes": ["memory_vs_rows", "memory_vs_width", "chunking_frontier", "model_vs_xla_h200",
+    "memory_shapes": ["memory_vs_rows", "memory_vs_width", "chunking_frontier", "model_vs_xla_gpu",
                       "model_vs_plan_live"],
     "prove_and_inspect": ["proof_size", "round_times"],
 }  # fmt: skip

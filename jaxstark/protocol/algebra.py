@@ -3,6 +3,7 @@
 verifier's :class:`~jaxstark.field.host.HostVal` values (at ``z`` and at the queried points).
 
 * :func:`combine_constraints` -- ``sum_i alpha_i Q_i(x)`` over every constraint quotient;
+* :func:`aux_quotient` -- the aux (LogUp) constraints' share of it;
 * :func:`deep_weights`, :func:`deep_numerators`, :func:`deep_value` -- the DEEP composition
   ``D(x) = N_z(x) / (x - z) + N_zw(x) / (x - z w)``;
 * :func:`fold_pair` -- one binary FRI fold;
@@ -26,6 +27,7 @@ __all__ = [
     "OFFSET",
     "INV2",
     "combine_constraints",
+    "aux_quotient",
     "deep_weights",
     "deep_numerators",
     "deep_value",
@@ -54,6 +56,7 @@ def combine_constraints(
     alphas: Sequence,
     aux: AuxFrame | None = None,
     transition_sum=None,
+    aux_sum=None,
 ):
     """``sum_i alpha_i Q_i(x)`` over every constraint quotient at the point(s) ``x``, given
     ``zn_inv = 1 / (x^n - 1)``, a batch-capable ``inverse`` and, for a table with interactions,
@@ -68,7 +71,8 @@ def combine_constraints(
     field value as dividing each, with one multiplication per group instead of one per
     constraint. ``transition_sum``, where given, is ``sum_i alpha_i C_i`` over the transition
     constraints, formed by the caller (:mod:`jaxstark.kernels.composition`); ``nxt`` is then
-    not read."""
+    not read. ``aux_sum``, where given, is the aux constraints' quotient (:func:`aux_quotient`),
+    formed by the caller (over blocks of rows); ``aux`` is then not read."""
     n = 1 << log_n
     degrees = air.constraint_degrees()
     constraints = None
@@ -82,11 +86,12 @@ def combine_constraints(
     g = gl.root_of_unity(log_n)
     # a row-local AIR constrains every row; otherwise the last row's frame wraps and is excluded
     factor = zn_inv if air.row_local else (x - pow(g, n - 1, P)) * zn_inv
-    aux_cs = aux_constraints(air, log_n, cur, aux) if air.num_aux_columns else []
     boundary = list(air.boundary(pub))
-    k, m = len(degrees), len(degrees) + len(boundary)
-    if len(alphas) != m + len(aux_cs):
-        raise ValueError(f"{air.name}: {len(alphas)} challenges for {m + len(aux_cs)} constraints")
+    k, m, a = len(degrees), len(degrees) + len(boundary), air.num_aux_columns
+    if len(alphas) != m + a:  # one aux constraint per aux column (checked again by aux_quotient)
+        raise ValueError(f"{air.name}: {len(alphas)} challenges for {m + a} constraints")
+    if aux_sum is not None and not a:
+        raise ValueError(f"{air.name} has no aux columns: an aux quotient was given for none")
     # the quotients sharing a denominator are combined first and divided once:
     # sum_i alpha_i C_i f = f sum_i alpha_i C_i (exact field arithmetic: the same value)
     if k:
@@ -99,11 +104,21 @@ def combine_constraints(
         if r not in inverses:
             inverses[r] = inverse(x - pow(g, r, P))
         terms.append(alpha * ((cur[col] - value) * inverses[r]))
-    if aux_cs:
-        terms.append(_dot(alphas[m:], aux_cs) * zn_inv)
+    if a:
+        terms.append(aux_quotient(air, log_n, cur, aux, alphas[m:], zn_inv) if aux_sum is None else aux_sum)
     if not terms:
         raise ValueError(f"{air.name} has no constraints (transition, boundary or interactions): nothing to prove")
     return sum(terms[1:], terms[0])
+
+
+def aux_quotient(air, log_n: int, cur: Sequence, aux: AuxFrame, deltas: Sequence, zn_inv):
+    """``zn_inv sum_k delta_k A_k(x)`` over the aux (LogUp) constraints ``A_k`` (one per aux
+    column, all holding on every row, so sharing the zerofier ``x^n - 1``), one challenge
+    ``delta_k`` each."""
+    constraints = aux_constraints(air, log_n, cur, aux)
+    if len(constraints) != len(deltas):
+        raise ValueError(f"{air.name}: {len(deltas)} challenges for {len(constraints)} aux constraints")
+    return _dot(deltas, constraints) * zn_inv
 
 
 def _dot(weights: Sequence, values: Sequence):

@@ -23,7 +23,8 @@ Where the kernels run (a CUDA device), ``sum_i alpha_i C_i`` over the transition
 one kernel pass per 32 constraints that calls the AIR's ``transition`` itself
 (:mod:`jaxstark.kernels.composition`, for AIRs of up to its ``MAX_CONSTRAINTS``): the round
 then holds that sum, not the per-column values XLA's fusion would keep live; the boundary and
-aux quotients are XLA's either way (but for the boundary rows' inversions).
+aux quotients are XLA's either way (but for the boundary rows' inversions), the aux quotient
+over :func:`aux_blocks` blocks of rows one after another where the round runs whole.
 
 Keeps: the parts' coefficients (OOD), their LDE and tree (DEEP, openings). Drops: H itself and
 every constraint evaluation.
@@ -55,11 +56,31 @@ from jaxstark.lde import _coset_interpolate, _evaluate_core, _lde_core
 from jaxstark.logup import AuxFrame
 from jaxstark.merkle import _build
 from jaxstark.protocol import fiat_shamir as fs
-from jaxstark.protocol.algebra import combine_constraints
+from jaxstark.protocol.algebra import aux_quotient, combine_constraints
 from jaxstark.rounds.domain import Domain
 from jaxstark.transcript import Transcript
 
-__all__ = ["Composition", "composition", "composition_tree", "periodic_values"]
+__all__ = ["Composition", "composition", "composition_tree", "periodic_values", "aux_blocks"]
+
+# Where the kernel sums the transition constraints and the round runs whole (blocks=1), the aux
+# quotient is formed over blocks of at least AUX_BLOCK_ROWS LDE rows, at most AUX_MAX_BLOCKS of
+# them, one after another (aux_blocks)
+AUX_MAX_BLOCKS = 8
+AUX_BLOCK_ROWS = 1 << 17
+
+
+def aux_blocks(size: int, blowup: int) -> int:
+    """The blocks of rows the aux quotient of a ``size``-row LDE at ``blowup`` is formed in where
+    the kernel sums the transition constraints and the round runs whole: as many as
+    :data:`AUX_MAX_BLOCKS`, each at least :data:`AUX_BLOCK_ROWS` rows and a multiple of
+    ``blowup`` (one block below that). XLA:GPU's fusion of the quotient over the whole LDE keeps
+    one to four extension values per row live, as its schedule picks (72-146 bytes per LDE row
+    with one aux column at 2^21-2^22 rows); in blocks it holds a block's (the round 66-86 bytes
+    per LDE row with aux columns, 50-67 without; H100, 2026-12-07, ``benchmarks/RESULTS.md``)."""
+    count = max(1, min(AUX_MAX_BLOCKS, size // max(AUX_BLOCK_ROWS, 1)))
+    while count > 1 and (size % count or (size // count) % blowup):
+        count -= 1
+    return count
 
 
 class Composition(eqx.Module):
@@ -106,7 +127,9 @@ def composition(
     root is not absorbed (:func:`composition_tree` does both). ``blocks``: the constraints are
     evaluated over that many blocks of LDE rows one after another (each row's value is its own,
     and a batch inversion per block gives the same inverses), so that their temporaries are a
-    block's; the planner chooses it when the round binds (:attr:`jaxstark.rounds.Round.blocked`)."""
+    block's; the planner chooses it when the round binds (:attr:`jaxstark.rounds.Round.blocked`).
+    Where the kernel sums the transition constraints and ``blocks`` is 1, the aux quotient alone
+    is formed in :func:`aux_blocks` blocks of rows."""
     n, b = domain.n, domain.blowup
     pub = [Val(public[i]) for i in range(public.shape[0])]
     tr, alphas = fs.composition_alphas(tr, air)
@@ -122,20 +145,40 @@ def composition(
     inv_zn = np.array([pow((s_n * pow(w_b, t, gl.P) - 1) % gl.P, gl.P - 2, gl.P) for t in range(b)], np.uint64)
     alpha_vals = [Val(alphas[i], True) for i in range(alphas.shape[0])]
 
-    def evaluate(x, cur_rows, nxt_rows, periodic_rows, aux_rows, aux_nxt, tsum=None):  # rows of the LDE -> (rows, 3)
-        aux = None
-        if air.num_aux_columns:
-            challenges, sums = logup
-            aux = AuxFrame(
-                _ext_columns(aux_rows), _ext_columns(aux_nxt), Val(challenges[0], True), Val(challenges[1], True),
-                [Val(s, True) for s in sums],
-            )  # fmt: skip
+    def frame(aux_rows, aux_nxt):
+        challenges, sums = logup
+        return AuxFrame(
+            _ext_columns(aux_rows), _ext_columns(aux_nxt), Val(challenges[0], True), Val(challenges[1], True),
+            [Val(s, True) for s in sums],
+        )  # fmt: skip
+
+    zn_rows = lambda rows: Val(jnp.tile(jnp.asarray(inv_zn), rows // b))  # noqa: E731
+    columns = lambda rows: [Val(rows[:, i]) for i in range(rows.shape[1])]  # noqa: E731
+
+    def evaluate(x, cur_rows, nxt_rows, periodic_rows, aux_rows, aux_nxt, tsum=None, asum=None):  # -> (rows, 3)
+        aux = frame(aux_rows, aux_nxt) if air.num_aux_columns and asum is None else None
         return combine_constraints(
-            air, domain.log_n, Val(x), Val(jnp.tile(jnp.asarray(inv_zn), x.shape[0] // b)),
-            lambda d: Val(base_batch_inv(d.v)), [Val(cur_rows[:, i]) for i in range(cur_rows.shape[1])],
-            [] if nxt_rows is None else [Val(nxt_rows[:, i]) for i in range(nxt_rows.shape[1])],
-            [Val(v) for v in periodic_rows], pub, alpha_vals, aux, None if tsum is None else Val(tsum, True),
+            air, domain.log_n, Val(x), zn_rows(x.shape[0]), lambda d: Val(base_batch_inv(d.v)), columns(cur_rows),
+            [] if nxt_rows is None else columns(nxt_rows), [Val(v) for v in periodic_rows], pub, alpha_vals, aux,
+            None if tsum is None else Val(tsum, True), None if asum is None else Val(asum, True),
         ).v  # fmt: skip
+
+    def in_blocks(count, body):  # body(start, rows, cut, ahead) -> (rows, 3), over `count` blocks of rows
+        rows = size // count  # block j: rows [j R, (j + 1) R), their next rows b further on (wrapping at the end)
+
+        def block(j):
+            start = j * rows
+            cut = lambda a: jax.lax.dynamic_slice_in_dim(a, start, rows)  # noqa: E731
+            return body(start, rows, cut, (start + b + jnp.arange(rows)) % size)
+
+        return jax.lax.map(block, jnp.arange(count)).reshape(size, 3)
+
+    def aux_block(start, rows, cut, ahead):  # the aux quotient of a block of rows
+        aux = frame(cut(aux_lde), jnp.take(aux_lde, ahead, axis=0))
+        # a column at a time: the block of the columns the buses read, not of the whole matrix
+        cur = [Val(jax.lax.dynamic_slice(lde, (start, i), (rows, 1))[:, 0]) for i in range(lde.shape[1])]
+        deltas = alpha_vals[len(alpha_vals) - air.num_aux_columns :]
+        return aux_quotient(air, domain.log_n, cur, aux, deltas, zn_rows(rows)).v
 
     has_aux = bool(air.num_aux_columns)
     k = len(air.constraint_degrees())
@@ -152,17 +195,20 @@ def composition(
                                  interpret=kernels.interpret())  # fmt: skip
 
     if blocks == 1:
-        aux_nxt = jnp.roll(aux_lde, -b, axis=0) if has_aux else None
-        reference = lambda: evaluate(xs, lde, jnp.roll(lde, -b, axis=0), periodic, aux_lde, aux_nxt)  # noqa: E731
-        kernel = lambda: evaluate(xs, lde, None, periodic, aux_lde, aux_nxt, kernel_sum(0, size))  # noqa: E731
-        acc = kernels.switch(reference, kernel) if summed else reference()
-    else:  # block j: rows [j R, (j + 1) R), their next rows b further on (wrapping at the end)
-        rows = size // blocks
+        aux_nxt = lambda: jnp.roll(aux_lde, -b, axis=0) if has_aux else None  # noqa: E731
+        reference = lambda: evaluate(xs, lde, jnp.roll(lde, -b, axis=0), periodic, aux_lde, aux_nxt())  # noqa: E731
+        count = aux_blocks(size, b) if has_aux else 1
 
-        def block(j):
-            start = j * rows
-            ahead = (start + b + jnp.arange(rows)) % size
-            cut = lambda a: jax.lax.dynamic_slice_in_dim(a, start, rows)  # noqa: E731
+        def kernel():  # the aux quotient whole (one block) or in `count` blocks of rows
+            if count == 1:
+                return evaluate(xs, lde, None, periodic, aux_lde, aux_nxt(), kernel_sum(0, size))
+            asum = in_blocks(count, aux_block)
+            return evaluate(xs, lde, None, periodic, None, None, kernel_sum(0, size), asum)
+
+        acc = kernels.switch(reference, kernel) if summed else reference()
+    else:
+
+        def block(start, rows, cut, ahead):
             aux_rows = (cut(aux_lde), jnp.take(aux_lde, ahead, axis=0)) if has_aux else (None, None)
             reference = lambda: evaluate(cut(xs), cut(lde), jnp.take(lde, ahead, axis=0),  # noqa: E731
                                          [cut(v) for v in periodic], *aux_rows)  # fmt: skip
@@ -170,7 +216,7 @@ def composition(
                                       kernel_sum(start, rows))  # fmt: skip
             return kernels.switch(reference, kernel) if summed else reference()
 
-        acc = jax.lax.map(block, jnp.arange(blocks)).reshape(size, 3)
+        acc = in_blocks(blocks, block)
 
     parts = air.composition_parts
     coeffs = _coset_interpolate(acc, domain.big, domain.offset)
