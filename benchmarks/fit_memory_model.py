@@ -100,7 +100,7 @@ def record(
     grid: str, jobs: int, out: Path, only: str | None = None, reuse: Path | None = None, replan: str = "kernel"
 ) -> None:
     """Plan every shape of ``grid`` (or its fit or check shapes) and write the figures to ``out``.
-    With ``reuse``, an earlier recording of the same grid on the same backend: only the shapes
+    With ``reuse``, an earlier recording of the same grid on the same card: only the shapes
     ``replan`` names are planned -- ``"kernel"``, those whose composition the kernel sums now;
     ``"aux"``, those with aux columns -- and the others are taken from it as they are (each
     marked ``"reused"`` with the date it was recorded, the recording named in the meta). A change
@@ -128,7 +128,7 @@ def record(
         if only is not None:
             raise SystemExit("--reuse takes the whole grid: it cannot be combined with --only")
         old = json.loads(reuse.read_text())
-        for key in ("backend", "device_row_floor_log2", "scan_layers_below"):
+        for key in ("backend", "device", "device_row_floor_log2", "scan_layers_below"):  # one card: schedules differ
             if old["meta"].get(key) != meta[key]:
                 raise SystemExit(f"--reuse {reuse}: its {key} is {old['meta'].get(key)!r}, here {meta[key]!r}")
         by_shape = {(tuple(e["shape"]), e["kind"]): e for e in old["data"]}
