@@ -342,7 +342,7 @@ def main(argv=None) -> int:
         "--reuse",
         type=Path,
         default=None,
-        help="an earlier recording: keep its figures for the shapes --replan does not name",
+        help="an earlier recording on this card: keep its figures for the shapes --replan does not name",
     )
     r.add_argument(
         "--replan",

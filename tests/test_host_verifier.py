@@ -110,6 +110,42 @@ def test_deep_numerators_refuses_weights_that_do_not_match_the_terms():
         algebra.deep_numerators(verifier._dot_base, verifier._dot_ext, lambda w: w, None, None, None, claims, hg)
 
 
+def _at_a_random_point(air, log_n: int, seed: int):
+    """Everything ``combine_constraints`` reads, as host values at a random extension point."""
+    rng = np.random.default_rng(seed)
+    e = lambda: HostVal(tuple(int(v) for v in rng.integers(0, P, 3, dtype=np.uint64)))  # noqa: E731
+    z = e()
+    pub = [HostVal(int(v)) for v in rng.integers(0, P, air.num_public_inputs, dtype=np.uint64)]
+    m = len(air.constraint_degrees()) + len(list(air.boundary(pub))) + air.num_aux_columns
+    cur, nxt = [e() for _ in range(air.width)], [e() for _ in range(air.width)]
+    periodic = [e() for _ in air.periodic_arrays()]
+    return z, (z ** (1 << log_n) - 1).inv(), cur, nxt, periodic, pub, [e() for _ in range(m)], e
+
+
+def test_an_aux_quotient_given_whole_is_the_one_formed_inside_and_bad_ones_are_named():
+    from jaxstark.examples import Alu
+    from jaxstark.examples.fibonacci import Fibonacci
+    from jaxstark.logup import AuxFrame, bus_layout
+
+    air, log_n = Alu(bus=True), 5
+    z, zn_inv, cur, nxt, periodic, pub, alphas, e = _at_a_random_point(air, log_n, 11)
+    a = air.num_aux_columns
+    aux = AuxFrame([e() for _ in range(a)], [e() for _ in range(a)], e(), e(), [e() for _ in bus_layout(air)])
+    args = (air, log_n, z, zn_inv, HostVal.inv, cur, nxt, periodic, pub, alphas)
+    whole = algebra.combine_constraints(*args, aux)
+    given = algebra.aux_quotient(air, log_n, cur, aux, alphas[-a:], zn_inv)
+    assert algebra.combine_constraints(*args, None, None, given).c == whole.c
+    assert algebra.combine_constraints(*args, None, None, given + HostVal(1)).c != whole.c
+    with pytest.raises(ValueError, match=f"{a - 1} challenges for {a} aux constraints"):
+        algebra.aux_quotient(air, log_n, cur, aux, alphas[-a + 1 :], zn_inv)
+    with pytest.raises(ValueError, match=f"has {a} aux columns: give their values"):
+        algebra.combine_constraints(*args)
+    fib = Fibonacci()
+    z, zn_inv, cur, nxt, periodic, pub, alphas, e = _at_a_random_point(fib, log_n, 12)
+    with pytest.raises(ValueError, match="has no aux columns: an aux quotient was given for none"):
+        algebra.combine_constraints(fib, log_n, z, zn_inv, HostVal.inv, cur, nxt, periodic, pub, alphas, aux_sum=e())
+
+
 def test_the_host_fold_equals_the_rounds_on_random_values():
     rng = np.random.default_rng(8)
     q = 9

@@ -149,11 +149,12 @@ def test_gpu_peak_within_nine_percent_of_xla_on_the_grid(monkeypatch):
     allocator's whole chunks hold beyond the buffers: the model replays its buffers through the
     same pool, in the same order), and the rounds whose temporaries follow the shape held
     closer: out-of-domain, FRI, the queries and openings within 1%, the trace and aux commits
-    within 3% (the coset shifts: 0-2 bytes per trace value), the composition within 5% (66-86
-    bytes per LDE row with aux columns from 2^18 LDE rows, in blocks; 72-146 where XLA fused the aux
-    quotient over the whole LDE), DEEP within 17% (its temporaries, 110-235 bytes per LDE row,
-    take one of a few values that XLA's fusion picks: the same columns and parts at 2^16, 2^20
-    and 2^22 rows hold 193, 110 and 188 bytes a row)."""
+    within 3% (the coset shifts: 0-2 bytes per trace value), the composition within 5% (67-87
+    bytes per LDE row with aux columns from 2^18 LDE rows, in blocks; 151 at 2^16 x 64 + 2 aux,
+    below the blocks' threshold, where XLA fuses the aux quotient over the whole LDE), DEEP
+    within 17% (its temporaries, 110-235 bytes per LDE row, take one of a few values that XLA's
+    fusion picks: the same columns and parts at 2^16, 2^20 and 2^22 rows hold 193, 110 and 188
+    bytes a row)."""
     backend = "gpu"
     meta, data = recorded(backend, monkeypatch)
     held_out = [e for e in data if e["kind"] == "check"]

@@ -92,6 +92,8 @@ def combine_constraints(
         raise ValueError(f"{air.name}: {len(alphas)} challenges for {m + a} constraints")
     if aux_sum is not None and not a:
         raise ValueError(f"{air.name} has no aux columns: an aux quotient was given for none")
+    if a and aux_sum is None and aux is None:
+        raise ValueError(f"{air.name} has {a} aux columns: give their values (aux) or their quotient (aux_sum)")
     # the quotients sharing a denominator are combined first and divided once:
     # sum_i alpha_i C_i f = f sum_i alpha_i C_i (exact field arithmetic: the same value)
     if k:

@@ -75,8 +75,9 @@ def aux_blocks(size: int, blowup: int) -> int:
     :data:`AUX_MAX_BLOCKS`, each at least :data:`AUX_BLOCK_ROWS` rows and a multiple of
     ``blowup`` (one block below that). XLA:GPU's fusion of the quotient over the whole LDE keeps
     one to four extension values per row live, as its schedule picks (72-146 bytes per LDE row
-    with one aux column at 2^21-2^22 rows); in blocks it holds a block's (the round 66-86 bytes
-    per LDE row with aux columns, 50-67 without; H100, 2026-12-07, ``benchmarks/RESULTS.md``)."""
+    with one aux column at 2^16-2^22 rows on an H200, 80-136 at 2^20-2^22 on an H100); in blocks
+    it holds a block's (the round 67-87 bytes per LDE row with aux columns, 50-67 without; H100,
+    2026-12-07, ``benchmarks/RESULTS.md``)."""
     count = max(1, min(AUX_MAX_BLOCKS, size // max(AUX_BLOCK_ROWS, 1)))
     while count > 1 and (size % count or (size // count) % blowup):
         count -= 1
