@@ -140,6 +140,8 @@ def test_an_aux_quotient_given_whole_is_the_one_formed_inside_and_bad_ones_are_n
         algebra.aux_quotient(air, log_n, cur, aux, alphas[-a + 1 :], zn_inv)
     with pytest.raises(ValueError, match=f"has {a} aux columns: give their values"):
         algebra.combine_constraints(*args)
+    with pytest.raises(ValueError, match=f"{len(alphas) - 1} challenges for {len(alphas)} constraints"):
+        algebra.combine_constraints(*args[:-1], alphas[:-1], aux)
     fib = Fibonacci()
     z, zn_inv, cur, nxt, periodic, pub, alphas, e = _at_a_random_point(fib, log_n, 12)
     with pytest.raises(ValueError, match="has no aux columns: an aux quotient was given for none"):
