@@ -32,11 +32,12 @@ from jaxstark import kernels
 from jaxstark.field import extension as fext
 from jaxstark.field import goldilocks as gl
 from jaxstark.field.val import Val
-from jaxstark.kernels import dot, powers
+from jaxstark.kernels import deep as deep_kernel
+from jaxstark.kernels import powers
 from jaxstark.kernels.inverse import ext_batch_inv
 from jaxstark.poly import sum_column_blocks
 from jaxstark.protocol import fiat_shamir as fs
-from jaxstark.protocol.algebra import deep_numerators, deep_value
+from jaxstark.protocol.algebra import deep_numerators, deep_value, deep_weights
 from jaxstark.protocol.layout import num_deep_terms
 from jaxstark.rounds.domain import Domain
 from jaxstark.rounds.r3_ood import OutOfDomain
@@ -63,33 +64,48 @@ def _dot_base_ext(t: Array, g: Array) -> Array:
     return sum_column_blocks(partial, t.shape[-1])
 
 
-def _dot_kernel(t: Array, g: Array) -> Array:
-    """:func:`_dot_base_ext` as one kernel pass (:func:`jaxstark.kernels.dot.dot_base_ext`) where
-    its rows tile; the twin elsewhere."""
-    if t.ndim != 2 or 0 in t.shape:
-        return _dot_base_ext(t, g)
-    rows = min(dot.TILING.rows, t.shape[0])
-    if t.shape[0] % rows or rows & (rows - 1):
-        return _dot_base_ext(t, g)
-    return dot.dot_base_ext(t, g, interpret=kernels.interpret())
-
-
 def _dot_ext_ext(h: Array, g: Array) -> Array:
     """sum_j h[..., j, :] * g[j] for extension h (..., P, 3) and g (P, 3) -> (..., 3)."""
     return gl._sum(fext._mul(h, g), -2)
 
 
-def deep_combine(xs, trace_rows, aux_rows, parts_rows, ood: OutOfDomain, g_pows, zg):
-    """D at points ``xs`` (base, (q,)) from trace rows (q, c), aux rows (q, a, 3) and part rows
-    (q, P, 3) (:func:`~jaxstark.protocol.algebra.deep_numerators`, :func:`~jaxstark.protocol.algebra.deep_value`),
-    over the whole LDE."""
+def _combine(xs, trace_rows, aux_rows, parts_rows, ood: OutOfDomain, g_pows, zg):
     num_z, num_zg = deep_numerators(
-        lambda t, g: Val(kernels.switch(_dot_base_ext, _dot_kernel, t, g), True),
-        lambda h, g: Val(_dot_ext_ext(h, g), True),
+        lambda t, g: Val(_dot_base_ext(t, g), True), lambda h, g: Val(_dot_ext_ext(h, g), True),
         lambda w: Val(w, True), trace_rows, parts_rows, aux_rows, ood, g_pows,
     )  # fmt: skip
     inverse = lambda d: Val(ext_batch_inv(d.v), True)  # noqa: E731
     return deep_value(Val(xs), Val(ood.z, True), Val(zg, True), num_z, num_zg, inverse).v
+
+
+def _combine_kernel(xs, trace_rows, aux_rows, parts_rows, ood: OutOfDomain, g_pows, zg):
+    """:func:`_combine` with each row's numerator and denominator formed in one kernel pass
+    (:func:`jaxstark.kernels.deep.quotient`) where the rows tile; the twin elsewhere."""
+    size, c = trace_rows.shape
+    rows = min(deep_kernel.TILING.rows, size)
+    if trace_rows.ndim != 2 or size % rows or rows & (rows - 1):
+        return _combine(xs, trace_rows, aux_rows, parts_rows, ood, g_pows, zg)
+    parts, a = parts_rows.shape[1], aux_rows.shape[1]
+    g1, g2, g3, g4, g5 = deep_weights(g_pows, c, parts, a)
+    c_z = fext._add(_dot_ext_ext(ood.trace_z, g1), _dot_ext_ext(ood.parts_z, g3))
+    c_zw = _dot_ext_ext(ood.trace_zg, g2)
+    if a:
+        c_z = fext._add(c_z, _dot_ext_ext(ood.aux_z, g4))
+        c_zw = fext._add(c_zw, _dot_ext_ext(ood.aux_zg, g5))
+    consts = dict(zip(deep_kernel.CONSTANTS, (c_z, c_zw, g_pows[c], g_pows[a], ood.z, zg), strict=True))
+    num, den = deep_kernel.quotient(
+        trace_rows, parts_rows, aux_rows, xs, jnp.concatenate([g1, g3, g4]),
+        jnp.stack([consts[k] for k in deep_kernel.CONSTANTS]), interpret=kernels.interpret(),
+    )  # fmt: skip
+    return fext._mul(num, ext_batch_inv(den))
+
+
+def deep_combine(xs, trace_rows, aux_rows, parts_rows, ood: OutOfDomain, g_pows, zg):
+    """D at points ``xs`` (base, (q,)) from trace rows (q, c), aux rows (q, a, 3) and part rows
+    (q, P, 3) (:func:`~jaxstark.protocol.algebra.deep_numerators`, :func:`~jaxstark.protocol.algebra.deep_value`),
+    over the whole LDE; where the kernels run, each row's numerator and denominator in one
+    kernel pass (its memory is its six words per row, whatever XLA would keep live)."""
+    return kernels.switch(_combine, _combine_kernel, xs, trace_rows, aux_rows, parts_rows, ood, g_pows, zg)
 
 
 @functools.partial(jax.jit, static_argnames=("blocks",), keep_unused=True)
