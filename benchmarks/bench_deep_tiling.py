@@ -1,15 +1,16 @@
 """The DEEP quotient kernel (``jaxstark.kernels.deep``) alone, per tiling, parts and columns.
 
     python benchmarks/bench_deep_tiling.py [--log-rows 23] [--repeats 10] [--json F] [--interpret]
+                                           [--wide 62,150,600] [--only-wide]
 
-Needs a tree that has the kernel (it was taken out in 0de4e2c; ``git revert 0de4e2c`` brings it
-back). On random inputs (``2^log-rows`` rows), each case compiles the kernel alone (``compile
+On random inputs (``2^log-rows`` rows), each case compiles the kernel alone (``compile
 s``) and times it (median of ``--repeats`` after a warm-up); every tiling's outputs are checked
 against the default tiling's. The cases: 13 columns and 2 parts under several tilings (rows per
 program, columns per chunk, warps; how many threads each row gets is ``32 warps / rows``),
-inline PTX off, 0-3 parts, 2 and 62 columns, one aux column; then the main sums alone
-(``jaxstark.kernels.dot``) for reference. ``--interpret`` runs the kernels in Pallas' interpreter
-(a check of the script on a CPU at a small ``--log-rows``; its times mean nothing).
+inline PTX off, 0-3 parts, 2 and 62 columns, one aux column; with ``--wide``, tables of those
+widths under the tilings :data:`WIDE` names (about 2^27 words of trace each). ``--interpret``
+runs the kernels in Pallas' interpreter (a check of the script on a CPU at a small
+``--log-rows``; its times mean nothing).
 """
 
 from __future__ import annotations
@@ -24,10 +25,8 @@ from common import compile_timed, median, report, timed
 
 TILINGS = [(64, 16, 4), (32, 16, 1), (32, 16, 2), (64, 16, 1), (64, 16, 2), (128, 16, 4), (128, 16, 8),
            (256, 16, 4), (256, 16, 8), (64, 4, 4), (64, 8, 4), (128, 8, 4)]  # fmt: skip
-# for the wide tables (--wide): rows, columns per chunk, warps, late reduction, chunks unrolled
-WIDE = [(128, 8, 4, False, 8), (128, 8, 4, False, 1), (128, 8, 4, True, 8), (128, 4, 4, False, 8),
-        (64, 16, 4, True, 8), (32, 32, 4, True, 8), (16, 32, 2, True, 8), (32, 16, 2, True, 8),
-        (128, 16, 8, True, 8)]  # fmt: skip
+# for the wide tables (--wide): rows, columns per chunk, warps, chunks unrolled before a loop
+WIDE = [(128, 8, 4, 8), (128, 8, 4, 1), (128, 8, 4, 64), (128, 4, 4, 8), (128, 16, 8, 8), (256, 8, 8, 8)]
 
 
 def main(argv=None) -> int:
@@ -46,12 +45,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     import jaxstark  # noqa: F401  (64-bit mode)
     from jaxstark.field import goldilocks as gl
-    from jaxstark.kernels import dot
-
-    try:
-        from jaxstark.kernels import deep as kd
-    except ImportError:
-        raise SystemExit("this tree has no jaxstark.kernels.deep (git revert 0de4e2c brings it back)") from None
+    from jaxstark.kernels import deep as kd
 
     size = 1 << a.log_rows
 
@@ -67,7 +61,7 @@ def main(argv=None) -> int:
         exe, compile_s = compile_timed(lambda *x: kd.quotient(*x, tiling=tiling, interpret=a.interpret), *args)
         name = f"{tiling.rows}/{tiling.block_cols}/{tiling.num_warps}{'' if tiling.ptx else ' no PTX'}"
         rows.append(dict(case=what, log_rows=log_rows, columns=c, parts=parts, aux=aux,
-                         tiling=name + (" late" if tiling.late else "") + f" u{tiling.unrolled}", compile_s=compile_s,
+                         tiling=f"{name} u{tiling.unrolled}", compile_s=compile_s,
                          ms=median(timed(exe, *args, repeats=a.repeats)) * 1e3))  # fmt: skip
         print(rows[-1], file=sys.stderr, flush=True)
         return exe(*args)
@@ -87,20 +81,13 @@ def main(argv=None) -> int:
         case("aux", 13, 2, 1, default)
     for c in a.wide:  # wide tables: the main sums dominate
         base = None
-        for r, bc, w, late, unrolled in WIDE:
-            tiling = default._replace(rows=r, block_cols=bc, num_warps=w, late=late, unrolled=unrolled)
+        for r, bc, w, unrolled in WIDE:
+            tiling = default._replace(rows=r, block_cols=bc, num_warps=w, unrolled=unrolled)
             # about 2^27 words of trace whatever the width
             got = case("wide", c, 2, 0, tiling, min(a.log_rows, ((1 << 27) // c).bit_length() - 1))
             base = got if base is None else base
             if not all((np.asarray(x) == np.asarray(y)).all() for x, y in zip(got, base, strict=True)):
                 raise SystemExit(f"{c} columns, tiling {tiling}: outputs differ")
-    for c in [13, *a.wide]:  # the main sums alone, today's round's kernel
-        log_rows = min(a.log_rows, ((1 << 27) // c).bit_length() - 1)
-        t, g = inputs(c, 0, 0, 1 << log_rows)[0], inputs(c, 0, 0, 1 << log_rows)[4]
-        exe, compile_s = compile_timed(lambda t, g: dot.dot_base_ext(t, g, interpret=a.interpret), t, g)
-        rows.append(dict(case="dot kernel", log_rows=log_rows, columns=c, parts=0, aux=0,
-                         tiling=str(tuple(dot.TILING)[:3]), compile_s=compile_s,
-                         ms=median(timed(exe, t, g, repeats=a.repeats)) * 1e3))  # fmt: skip
     columns = [("case", "case", "s"), ("log_rows", "log2 rows", "d"), ("columns", "columns", "d"),
                ("parts", "parts", "d"), ("aux", "aux", "d"),
                ("tiling", "rows/chunk/warps", "s"), ("compile_s", "compile s", ".2f"),

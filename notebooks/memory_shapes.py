@@ -143,9 +143,8 @@ fig.savefig(OUT / "chunking_frontier.png", dpi=90)
 # ## The model against XLA's figures
 #
 # On an H100 (recorded by `benchmarks/fit_memory_model.py record --grid gpu`; no GPU needed
-# here): XLA's peak device set of 32 shapes against the model's. The GPU fit is within 8.2% on the
-# held-out shapes, 5% on 18 of 20 (`jaxstark.memory.model.FIT_QUALITY`); admission always uses the
-# compiled plan.
+# here): XLA's peak device set of 32 shapes against the model's. The GPU fit is within 0.7% on the
+# held-out shapes (`jaxstark.memory.model.FIT_QUALITY`); admission always uses the compiled plan.
 
 # %%
 data_dir = Path("../benchmarks/data") if Path("../benchmarks/data").is_dir() else Path("benchmarks/data")

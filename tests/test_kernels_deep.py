@@ -47,7 +47,7 @@ def test_the_kernel_path_is_the_twin(size, c, parts, a, unrolled, monkeypatch):
 def test_the_quotient_is_python_integers(tiling):
     size, c, parts, a = 16, 6, 2, 1
     xs, t, aux, ph, ood, g_pows, zg = _inputs(size, c, parts, a, seed=3)
-    t = t.at[5].set(gl.P - 1)  # the largest values: the halves' sums at their widest
+    t = t.at[5].set(gl.P - 1)  # the largest trace values
     g = np.asarray(g_pows)
     consts = np.asarray(fext.random(jax.random.PRNGKey(4), (6,)))
     weights = jnp.concatenate([g_pows[:c], g_pows[2 * c : 2 * c + parts], g_pows[2 * c + parts : 2 * c + parts + a]])
@@ -77,6 +77,8 @@ def test_bad_shapes_are_refused_by_name():
         kd.quotient(t, ph, aux, xs, w[:4], k, interpret=True)
     with pytest.raises(ValueError, match="deep.quotient: the rows"):
         kd.quotient(t[:48], ph[:48], aux[:48], xs[:48], w, k, interpret=True)
+    with pytest.raises(ValueError, match="deep.quotient: the columns per chunk"):
+        kd.quotient(t, ph, aux, xs, w, k, interpret=True, tiling=kd.Tiling(block_cols=6))
 
 
 @pytest.mark.parametrize("c", [62, 600], ids=["unrolled", "loop"])

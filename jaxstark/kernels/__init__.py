@@ -14,8 +14,9 @@ so a trace made for one platform is never reused for another.
 ``JAXSTARK_KERNELS`` (read once, at import) chooses the posture:
 
 * ``auto`` (default): the kernels on CUDA devices (NTT passes, Merkle trees, the composition's
-  transition constraints, the out-of-domain sums and power tables, DEEP's row sums, batch inversion, the transcript's
-  compressions, the scanned FRI layers' row work), ``jnp`` elsewhere;
+  transition constraints, the out-of-domain sums and power tables, DEEP's numerators and
+  denominators, batch inversion, the transcript's compressions, the scanned FRI layers' row
+  work), ``jnp`` elsewhere;
 * ``jnp``: never use the kernels (the baseline the benchmarks compare against);
 * ``interpret``: run every kernel everywhere, in Pallas' interpreter off the GPU -- slow, for
   testing the kernels' logic on a CPU at small sizes.
@@ -27,8 +28,8 @@ fused tree levels, generic over an element-wise hash), :mod:`.blake3`, :mod:`.ke
 evaluated at extension points in one pass), :mod:`.inverse` (batch inversion in one launch),
 :mod:`.sponge` (a transcript's chain of compressions in one launch), :mod:`.fri_scan` (a
 scanned FRI layer's row work, in proportion to the layer), :mod:`.powers` (power tables of
-extension elements in one launch), :mod:`.dot` (rows of a base matrix dotted with extension
-weights in one pass: DEEP's row sums), :mod:`.composition` (the AIR's transition constraints
+extension elements in one launch), :mod:`.deep` (each LDE row's DEEP numerator and
+denominator in one pass), :mod:`.composition` (the AIR's transition constraints
 summed with their challenges in one pass).
 """
 

@@ -8,13 +8,15 @@ composition parts and the aux columns (extension),
 with ``N_z = sum_t g_t f_t(x) - C_z`` and ``N_zw = g^c sum_main g_t f_t(x) + g^a sum_aux g_t f_t(x) -
 C_zw`` (:func:`jaxstark.protocol.algebra.deep_numerators`; the claims' sums ``C_z``, ``C_zw`` are
 formed by the caller), so that ``D = num / den`` (:func:`jaxstark.protocol.algebra.deep_value`).
-The ``jnp`` twin is :func:`jaxstark.rounds.r4_deep.deep_combine` over the whole LDE, where XLA:GPU's
+The ``jnp`` twin is ``jaxstark.rounds.r4_deep._combine`` over the whole LDE, where XLA:GPU's
 schedule keeps some of the per-row values live (110 to 235 bytes per row, not monotone in the
 rows), so that round's memory followed no law of the shape. Here:
 
 * the grid runs over blocks of :attr:`Tiling.rows` rows; a program sums its rows' main columns
   in chunks of :attr:`Tiling.block_cols` as two exact integer sums per coordinate (the low and
-  high 32 bits of each product: one reduction mod p per row), as :mod:`.dot` does;
+  high 32 bits of each product: one reduction mod p per row), the chunks unrolled up to
+  :attr:`Tiling.unrolled` of them and walked in a loop beyond (wide tables: the kernel's code,
+  and its compile time, do not grow with the width);
 * the parts and aux values are extension products with their weights (:func:`field_ptx.ext_mul`);
 * only ``num`` and ``den`` are written: six words per row, whatever the width.
 
@@ -47,22 +49,20 @@ CONSTANTS = ("c_z", "c_zw", "g^c", "g^a", "z", "zw")
 class Tiling(NamedTuple):
     """Rows per program (one thread each at 128 rows and 4 warps), main columns per chunk (a
     power of two), Triton warps, inline PTX, and how many chunks are unrolled before the main
-    columns are walked in a loop instead; ``late``: each lane keeps its own sums across the chunks
-    and the row's sum is taken once, at the end (else once per chunk)."""
+    columns are walked in a loop instead."""
 
     rows: int = 128
     block_cols: int = 8
     num_warps: int = 4
     ptx: bool | str = True
     unrolled: int = 8
-    late: bool = False
 
 
 TILING = Tiling()
 
 
 def _rows(t_ref, p_ref, a_ref, x_ref, w_ref, k_ref, *outs, cols: int, parts: int, aux: int, block_cols: int,
-          unrolled: int, late: bool, f: field_ptx.FieldOps, index):  # fmt: skip
+          unrolled: int, f: field_ptx.FieldOps, index):  # fmt: skip
     from jax.experimental.pallas import triton as plt
 
     rows = outs[0].shape[0]
@@ -92,14 +92,11 @@ def _rows(t_ref, p_ref, a_ref, x_ref, w_ref, k_ref, *outs, cols: int, parts: int
         for k in range(3):
             w = plt.load(w_ref.at[jnp.where(cw < cols, cw * 4 + k, 0)], mask=cw < cols, other=0)
             prod = f.mul(tile, jnp.broadcast_to(w[None, :], (rows, block_cols)))  # masked columns: 0 * 0
-            if late:  # each lane sums its column of every chunk; the row is summed once, at the end
-                lo[k], hi[k] = lo[k] + (prod & _M32), hi[k] + (prod >> _S32)
-            else:
-                lo[k] = lo[k] + jnp.sum(prod & _M32, axis=1)
-                hi[k] = hi[k] + jnp.sum(prod >> _S32, axis=1)
+            lo[k] = lo[k] + jnp.sum(prod & _M32, axis=1)
+            hi[k] = hi[k] + jnp.sum(prod >> _S32, axis=1)
         return tuple(lo), tuple(hi)
 
-    zeros = tuple(jnp.zeros((rows, block_cols) if late else (rows,), jnp.uint64) for _ in range(3))
+    zeros = tuple(jnp.zeros((rows,), jnp.uint64) for _ in range(3))
     acc, chunks = (zeros, zeros), -(-cols // block_cols)
     if chunks <= unrolled:
         for i in range(chunks):
@@ -107,8 +104,6 @@ def _rows(t_ref, p_ref, a_ref, x_ref, w_ref, k_ref, *outs, cols: int, parts: int
     else:  # wide tables: one loop in the kernel, so its code (and compile time) does not grow with the width
         acc = jax.lax.fori_loop(0, chunks, lambda i, acc: chunk(i.astype(index) * block_cols, acc), acc)
     lo, hi = acc
-    if late:
-        lo, hi = (tuple(jnp.sum(v, axis=1) for v in half) for half in (lo, hi))
     two32 = jnp.full((rows,), 1 << 32, jnp.uint64)  # each half-sum is at most C (2^32 - 1) < p
     main = tuple(f.add(f.mul(gl._canon(hi[k]), two32), gl._canon(lo[k])) for k in range(3))
 
@@ -165,12 +160,15 @@ def quotient(
     rows = min(tiling.rows, n)
     if n % rows or rows & (rows - 1):
         raise ValueError(f"deep.quotient: the rows ({n}) must be a multiple of the block's {rows}, a power of two")
+    if tiling.block_cols < 1 or tiling.block_cols & (tiling.block_cols - 1):
+        raise ValueError(f"deep.quotient: the columns per chunk ({tiling.block_cols}) must be a power of two")
     block_cols = min(tiling.block_cols, 1 << (cols - 1).bit_length())
-    big = max(n * cols, n * 3 * max(n_parts, n_aux), 4 * (weights.shape[0] + block_cols))
+    # the largest flat index formed (a masked lane's, past the last row, included)
+    big = max(n * cols + block_cols, n * 3 * max(n_parts, n_aux), 4 * (weights.shape[0] + block_cols))
     index = jnp.int32 if big < 2**31 else jnp.int64
     f = field_ptx.ops(interpret, tiling.ptx)
     kernel = functools.partial(_rows, cols=cols, parts=n_parts, aux=n_aux, block_cols=block_cols,
-                               unrolled=tiling.unrolled, late=tiling.late, f=f, index=index)  # fmt: skip
+                               unrolled=tiling.unrolled, f=f, index=index)  # fmt: skip
     flat = lambda a: a.reshape(-1) if a.size else jnp.zeros((1,), jnp.uint64)  # noqa: E731
     pad = lambda a: jnp.pad(a, ((0, 0), (0, 1))).reshape(-1)  # noqa: E731  (4 words per value)
     out = pl.pallas_call(

@@ -81,7 +81,10 @@ OOD_BIG_ROWS = 1 << 20  # rows from which XLA:GPU keeps the out-of-domain produc
 # block: "nb" is the rows of one block (n elsewhere, one block). DEEP likewise computes blocks
 # of rows one after another on the CPU (r4_deep.row_blocks): "Ld" is the rows of one block (L
 # elsewhere). DEEP is the larger of the loop's block ("Ld*cb": products and flags of a block of
-# columns) and what is reduced after it or whole ("Ld", "Ld*cu", "Ld*a"). The composition, where
+# columns) and what is reduced after it or whole ("Ld", "Ld*cu", "Ld*a"). On a CUDA device DEEP
+# is one kernel pass (jaxstark.kernels.deep: each row's numerator and denominator, six words),
+# then XLA's inversion of the denominators and their product: about 80 bytes per LDE row
+# ("Ld", a few more per part and aux column), whatever the width. The composition, where
 # XLA fuses it, holds the values of many of the ``t`` transition constraints at once ("L*t",
 # "L*t*P": a degree-d constraint takes d - 1 = P products); how many XLA:GPU's schedule keeps
 # live is no function of the shape that the grid shows (about 1.4 words per row, constraint and
@@ -138,10 +141,7 @@ TEMP_COEFFS: dict[str, dict[str, tuple[dict[str, float], ...]]] = {
         ),
     },
     "gpu": {
-        "DEEP": (
-            {'L*c': 0.05157, 'Ld': 52.36, 'Ld*cu': 0.3329, 'Ld*P': 54.64, '1': 541700.0},
-            {'Ld*cb': 3.512, 'Ld*a': 42.4, 'Ld*P': 82.05},
-        ),
+        "DEEP": ({'Ld': 70.53, 'Ld*cu': 0.5768, 'Ld*a': 2.75, 'Ld*P': 6.363},),
         "FRI final": ({'m': 191.8},),
         "FRI layer": ({'m': 25.5, '1': 5128.0},),
         "aux commit": ({'L*a': 2.796, 'n*a': 51.89},),
@@ -165,16 +165,15 @@ FIT_QUALITY = {
     "blowup 2-8), 2-core AMD EPYC CPU, jax 0.10.2, recorded 2026-12-04 (the out-of-domain sums in blocks of 4096); "
     "every round's device set within 26% on every recorded shape (trace commit 12.4%, out-of-domain 17.2%, DEEP "
     "25.7%), which matters where a round other than the grinding binds (few grinding bits)",
-    "gpu": "peak within 8.2% of XLA on 20 held-out shapes (0.2% on the 12 fitted; 2^12-2^22 rows, 2-600 "
-    "columns, blowup 2-4), within 5% on 18 of the 20, H100, jax 0.11.2, recorded 2026-12-07 (the composition "
-    "kernel summing every shape's constraints, in launches of 32, and the aux quotient in blocks of rows; the "
-    "interpolation's coefficients put in natural order in place; the Merkle kernels, FRI layers up to 2^21 "
-    "scanned with the FRI step kernel, the out-of-domain, power-table, inversion and sponge kernels, DEEP's row "
-    "sums as one kernel pass, grinding batches of 2^18); model/XLA 0.918-1.003 (fitted 0.998-1.000), the "
-    "allocator pool's whole chunks replayed as the planner replays them. Loose: DEEP (within 16%: 110-235 bytes "
-    "per LDE row, one of a few values XLA's fusion picks; the two held-out shapes outside 5% are bound by it); "
-    "the composition within 4.1%, the trace and aux commits within 3%, the out-of-domain round, FRI, the "
-    "queries and openings within 0.4% on every recorded shape",
+    "gpu": "peak within 0.7% of XLA on 20 held-out shapes (0.2% on the 12 fitted; 2^12-2^22 rows, 2-600 "
+    "columns, blowup 2-4), H100, jax 0.11.2, recorded 2026-12-07 (the composition kernel summing every "
+    "shape's constraints, in launches of 32, and the aux quotient in blocks of rows; each row's DEEP numerator "
+    "and denominator in one kernel pass; the interpolation's coefficients put in natural order in place; the "
+    "Merkle kernels, FRI layers up to 2^21 scanned with the FRI step kernel, the out-of-domain, power-table, "
+    "inversion and sponge kernels, grinding batches of 2^18); model/XLA 0.993-1.003 (fitted 0.998-1.000), the "
+    "allocator pool's whole chunks replayed as the planner replays them; every round's device set within 4.1% "
+    "on every recorded shape (the composition 4.1%, the trace commit 2.6%, DEEP 2.5%, the aux commit 1.4%, "
+    "the out-of-domain round, FRI, the queries and openings within 0.4%)",
 }
 
 

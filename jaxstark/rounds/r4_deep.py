@@ -96,6 +96,7 @@ def _combine_kernel(xs, trace_rows, aux_rows, parts_rows, ood: OutOfDomain, g_po
     num, den = deep_kernel.quotient(
         trace_rows, parts_rows, aux_rows, xs, jnp.concatenate([g1, g3, g4]),
         jnp.stack([consts[k] for k in deep_kernel.CONSTANTS]), interpret=kernels.interpret(),
+        tiling=deep_kernel.TILING,
     )  # fmt: skip
     return fext._mul(num, ext_batch_inv(den))
 
