@@ -81,9 +81,11 @@ def _combine(xs, trace_rows, aux_rows, parts_rows, ood: OutOfDomain, g_pows, zg)
 def _combine_kernel(xs, trace_rows, aux_rows, parts_rows, ood: OutOfDomain, g_pows, zg):
     """:func:`_combine` with each row's numerator and denominator formed in one kernel pass
     (:func:`jaxstark.kernels.deep.quotient`) where the rows tile; the twin elsewhere."""
+    if trace_rows.ndim != 2 or 0 in trace_rows.shape:
+        return _combine(xs, trace_rows, aux_rows, parts_rows, ood, g_pows, zg)
     size, c = trace_rows.shape
     rows = min(deep_kernel.TILING.rows, size)
-    if trace_rows.ndim != 2 or size % rows or rows & (rows - 1):
+    if size % rows or rows & (rows - 1):
         return _combine(xs, trace_rows, aux_rows, parts_rows, ood, g_pows, zg)
     parts, a = parts_rows.shape[1], aux_rows.shape[1]
     g1, g2, g3, g4, g5 = deep_weights(g_pows, c, parts, a)
