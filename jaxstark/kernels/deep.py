@@ -6,8 +6,9 @@ composition parts and the aux columns (extension),
     num(x) = N_z(x) (x - z w) + N_zw(x) (x - z),    den(x) = (x - z) (x - z w),
 
 with ``N_z = sum_t g_t f_t(x) - C_z`` and ``N_zw = g^c sum_main g_t f_t(x) + g^a sum_aux g_t f_t(x) -
-C_zw`` (:func:`jaxstark.protocol.algebra.deep_numerators`; the claims' sums ``C_z``, ``C_zw`` are
-formed by the caller), so that ``D = num / den`` (:func:`jaxstark.protocol.algebra.deep_value`).
+C_zw`` (:func:`jaxstark.protocol.algebra.deep_numerators`; the claims' sums ``C_z``, ``C_zw``
+are the caller's, :func:`jaxstark.protocol.algebra.deep_claims`), so that ``D = num / den``
+(:func:`jaxstark.protocol.algebra.deep_value`).
 The ``jnp`` twin is ``jaxstark.rounds.r4_deep._combine`` over the whole LDE, where XLA:GPU's
 schedule keeps some of the per-row values live (110 to 235 bytes per row, not monotone in the
 rows), so that round's memory followed no law of the shape. Here:

@@ -4,7 +4,7 @@ verifier's :class:`~jaxstark.field.host.HostVal` values (at ``z`` and at the que
 
 * :func:`combine_constraints` -- ``sum_i alpha_i Q_i(x)`` over every constraint quotient;
 * :func:`aux_quotient` -- the aux (LogUp) constraints' share of it;
-* :func:`deep_weights`, :func:`deep_numerators`, :func:`deep_value` -- the DEEP composition
+* :func:`deep_weights`, :func:`deep_numerators` (:func:`deep_claims`), :func:`deep_value` -- the DEEP composition
   ``D(x) = N_z(x) / (x - z) + N_zw(x) / (x - z w)``;
 * :func:`fold_pair` -- one binary FRI fold;
 * :func:`layer_x_inv`, :func:`lde_point` -- the points those run at;
@@ -30,6 +30,7 @@ __all__ = [
     "aux_quotient",
     "deep_weights",
     "deep_numerators",
+    "deep_claims",
     "deep_value",
     "fold_pair",
     "layer_x_inv",
@@ -157,15 +158,30 @@ def deep_numerators(
     c, parts, a = len(ood.trace_z), len(ood.parts_z), len(ood.aux_z)
     if len(g_pows) != num_deep_terms(c, parts, a):
         raise ValueError(f"deep_numerators: {len(g_pows)} weights for {num_deep_terms(c, parts, a)} terms")
-    g1, g2, g3, g4, g5 = deep_weights(g_pows, c, parts, a)
+    g1, _, g3, g4, _ = deep_weights(g_pows, c, parts, a)
+    claim_z, claim_zg = deep_claims(dot_ext, ood, g_pows)
     main = dot_base(rows, g1)
-    num_z = main + dot_ext(parts_rows, g3) - (dot_ext(ood.trace_z, g1) + dot_ext(ood.parts_z, g3))
-    num_zg = main * lift(g_pows[c]) - dot_ext(ood.trace_zg, g2)
+    num_z = main + dot_ext(parts_rows, g3)
+    num_zg = main * lift(g_pows[c])
     if a:
         aux = dot_ext(aux_rows, g4)
-        num_z = num_z + aux - dot_ext(ood.aux_z, g4)
-        num_zg = num_zg + aux * lift(g_pows[a]) - dot_ext(ood.aux_zg, g5)
-    return num_z, num_zg
+        num_z = num_z + aux
+        num_zg = num_zg + aux * lift(g_pows[a])
+    return num_z - claim_z, num_zg - claim_zg
+
+
+def deep_claims(dot_ext: Callable, ood, g_pows) -> tuple:
+    """``(C_z, C_zw)``: the claims' weighted sums that :func:`deep_numerators` takes from the
+    rows' (``sum_t g_t f_t(z)`` over the main, part and aux terms; ``sum_t g_t f_t(z w)`` over the
+    main and aux terms at ``z w``), for a caller that forms the rows' sums elsewhere (a kernel)."""
+    c, parts, a = len(ood.trace_z), len(ood.parts_z), len(ood.aux_z)
+    g1, g2, g3, g4, g5 = deep_weights(g_pows, c, parts, a)
+    claim_z = dot_ext(ood.trace_z, g1) + dot_ext(ood.parts_z, g3)
+    claim_zg = dot_ext(ood.trace_zg, g2)
+    if a:
+        claim_z = claim_z + dot_ext(ood.aux_z, g4)
+        claim_zg = claim_zg + dot_ext(ood.aux_zg, g5)
+    return claim_z, claim_zg
 
 
 def deep_value(x, z, zg, num_z, num_zg, inverse: Callable):

@@ -37,7 +37,7 @@ from jaxstark.kernels import powers
 from jaxstark.kernels.inverse import ext_batch_inv
 from jaxstark.poly import sum_column_blocks
 from jaxstark.protocol import fiat_shamir as fs
-from jaxstark.protocol.algebra import deep_numerators, deep_value, deep_weights
+from jaxstark.protocol.algebra import deep_claims, deep_numerators, deep_value, deep_weights
 from jaxstark.protocol.layout import num_deep_terms
 from jaxstark.rounds.domain import Domain
 from jaxstark.rounds.r3_ood import OutOfDomain
@@ -88,12 +88,8 @@ def _combine_kernel(xs, trace_rows, aux_rows, parts_rows, ood: OutOfDomain, g_po
     if size % rows or rows & (rows - 1):
         return _combine(xs, trace_rows, aux_rows, parts_rows, ood, g_pows, zg)
     parts, a = parts_rows.shape[1], aux_rows.shape[1]
-    g1, g2, g3, g4, g5 = deep_weights(g_pows, c, parts, a)
-    c_z = fext._add(_dot_ext_ext(ood.trace_z, g1), _dot_ext_ext(ood.parts_z, g3))
-    c_zw = _dot_ext_ext(ood.trace_zg, g2)
-    if a:
-        c_z = fext._add(c_z, _dot_ext_ext(ood.aux_z, g4))
-        c_zw = fext._add(c_zw, _dot_ext_ext(ood.aux_zg, g5))
+    g1, _, g3, g4, _ = deep_weights(g_pows, c, parts, a)
+    c_z, c_zw = (v.v for v in deep_claims(lambda h, g: Val(_dot_ext_ext(h, g), True), ood, g_pows))
     consts = dict(zip(deep_kernel.CONSTANTS, (c_z, c_zw, g_pows[c], g_pows[a], ood.z, zg), strict=True))
     num, den = deep_kernel.quotient(
         trace_rows, parts_rows, aux_rows, xs, jnp.concatenate([g1, g3, g4]),
